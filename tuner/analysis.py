@@ -1,0 +1,159 @@
+"""What a study's launches say so far: per-configuration estimates, noise, best, recommendation.
+
+Reads the stored launches (never optuna's ``best_trial``: a configuration may be
+launched several times and each launch is its own optuna trial) and applies the
+pure statistics of stats.py. The sweep asks it what to confirm, whether a gain
+is real and when to stop; `tuner best` asks it for the answer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuner import stats
+from tuner.config import Space
+from tuner.space import is_default
+from tuner.store import LaunchRow, LaunchStatus, Store
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One configuration and every completed launch of it."""
+
+    config_hash: str
+    params: dict[str, Any]
+    trials: tuple[int, ...]
+    launches: tuple[stats.LaunchEstimate, ...]
+    estimate: stats.ConfigEstimate
+    is_baseline: bool
+
+    @property
+    def n_changed(self) -> int:
+        return sum(1 for v in self.params.values() if not is_default(v))
+
+    @property
+    def changed(self) -> dict[str, Any]:
+        return {k: v for k, v in self.params.items() if not is_default(v)}
+
+
+@dataclass(frozen=True)
+class StudyAnalysis:
+    """A snapshot of the study, recomputed from the store after every trial."""
+
+    space: Space
+    configs: dict[str, ConfigResult]
+    noise: stats.NoiseEstimate | None
+    launch_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def direction(self) -> str:
+        return self.space.spec.direction
+
+    @property
+    def baseline(self) -> ConfigResult | None:
+        return next((c for c in self.configs.values() if c.is_baseline), None)
+
+    def confirmed(self, config: ConfigResult) -> bool:
+        """Trusted enough to be the best: the baseline, or launched 1 + confirmations times."""
+        return config.is_baseline or len(config.launches) >= 1 + self.space.spec.stop.confirmations
+
+    @property
+    def best(self) -> ConfigResult | None:
+        """The confirmed configuration with the best mean."""
+        trusted = [c for c in self.configs.values() if self.confirmed(c)]
+        if not trusted:
+            return None
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        return max(trusted, key=lambda c: sign * c.estimate.mean)
+
+    def recommendation(self) -> stats.Recommendation | None:
+        if not self.configs:
+            return None
+        stop = self.space.spec.stop
+        candidates = [
+            stats.Candidate(
+                key=c.config_hash, estimate=c.estimate, n_changed=c.n_changed,
+                confirmed=self.confirmed(c), label=f"trial {c.trials[0]}",
+            )
+            for c in self.configs.values()
+        ]
+        baseline = self.baseline
+        return stats.recommend(
+            candidates, direction=self.direction, min_gain=stop.min_gain,
+            confidence=stop.confidence,
+            baseline_key=baseline.config_hash if baseline else None,
+            noise=self.noise,
+        )
+
+    def compare(self, a: ConfigResult, b: ConfigResult) -> stats.Comparison:
+        stop = self.space.spec.stop
+        return stats.compare(
+            a.estimate, b.estimate, direction=self.direction,
+            min_gain=stop.min_gain, confidence=stop.confidence,
+        )
+
+    def significantly_better(self, a_hash: str, b_hash: str) -> bool:
+        a, b = self.configs.get(a_hash), self.configs.get(b_hash)
+        if a is None or b is None:
+            return a is not None
+        return self.compare(a, b).verdict == "better"
+
+    def needs_confirmation(self, confirmations: int) -> list[ConfigResult]:
+        """Unconfirmed configurations whose mean beats the best's by more than min_gain."""
+        if confirmations <= 0:
+            return []
+        best = self.best
+        if best is None:
+            return []
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        threshold = self.space.spec.stop.min_gain * abs(best.estimate.mean)
+        return [
+            c for c in self.configs.values()
+            if not self.confirmed(c) and sign * (c.estimate.mean - best.estimate.mean) > threshold
+        ]
+
+    def all_failed(self, *, min_launches: int) -> bool:
+        done = sum(self.launch_counts.values())
+        return not self.configs and self.launch_counts.get(LaunchStatus.FAILED, 0) >= max(
+            min_launches, 1
+        ) and done == self.launch_counts.get(LaunchStatus.FAILED, 0)
+
+    def noise_rel_sd(self) -> float | None:
+        return self.noise.rel_sd if self.noise is not None else None
+
+    def noise_dict(self) -> dict[str, Any]:
+        return stats.noise_to_dict(self.noise) if self.noise is not None else {}
+
+    def describe(self, config: ConfigResult) -> str:
+        what = " ".join(f"{k}={v}" for k, v in config.changed.items()) or "defaults"
+        return f"{config.estimate.mean:.4g} ± {config.estimate.se:.2g} [{what}]"
+
+
+def analyze(store: Store, space: Space) -> StudyAnalysis:
+    """Group the study's completed launches by configuration and estimate each."""
+    rows = store.launches(space.study_name)
+    counts: dict[str, int] = defaultdict(int)
+    groups: dict[str, list[LaunchRow]] = defaultdict(list)
+    for row in rows:
+        counts[row.status] += 1
+        if row.status == LaunchStatus.COMPLETE and row.objective_rounds:
+            groups[row.config_hash].append(row)
+    launches = {
+        key: tuple(stats.launch_estimate(r.objective_rounds or []) for r in group)
+        for key, group in groups.items()
+    }
+    noise = stats.between_launch_variance(launches.values())
+    configs = {}
+    for key, group in groups.items():
+        params = dict(group[0].params)
+        configs[key] = ConfigResult(
+            config_hash=key,
+            params=params,
+            trials=tuple(r.trial_number for r in group if r.trial_number is not None),
+            launches=launches[key],
+            estimate=stats.config_estimate(launches[key], noise),
+            is_baseline=all(is_default(v) for v in params.values()),
+        )
+    return StudyAnalysis(space=space, configs=configs, noise=noise, launch_counts=dict(counts))

@@ -1,0 +1,182 @@
+"""The `tuner` command line: each command parses, calls one library function, renders.
+
+No SQL and no loops over trials here; those live in sweep.py, report.py and friends.
+Every TunerError becomes ``Error: ...`` on stderr and exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from tuner.errors import TunerError
+from tuner.store import DEFAULT_STORAGE
+
+app = typer.Typer(
+    name="tuner",
+    help=(
+        "Find the best launch settings (NCCL variables, vLLM flags) for an LLM inference "
+        "server, and tell a real gain from noise.\n\n"
+        "Start with:  tuner run --space search_spaces/sim.yaml --trials 20"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+out = Console()
+err = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SpaceOpt = Annotated[
+    Path, typer.Option("--space", "-s", help="Space file, or the name of a shipped one.")
+]
+StorageOpt = Annotated[
+    str, typer.Option("--storage", help="SQLAlchemy URL of the study database.",
+                      envvar="TUNER_STORAGE")
+]
+StudyOpt = Annotated[str | None, typer.Option("--study", help="Study name (default: from the space file).")]
+OptSpaceOpt = Annotated[
+    Path | None, typer.Option("--space", "-s", help="Space file whose study to read.")
+]
+
+
+def handles_errors(func: F) -> F:
+    """Print a TunerError as one `Error:` line and exit 1; Ctrl-C exits 130."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TunerError as exc:
+            err.print(f"[bold red]Error:[/] {exc}", highlight=False, markup=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]Interrupted.[/] Run the same command again to resume.")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.command()
+@handles_errors
+def run(
+    space: SpaceOpt,
+    trials: Annotated[int, typer.Option("--trials", "-n", min=1, help="Server launches in all (a resumed study counts the ones done).")] = 20,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    study: StudyOpt = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the sampler, for a repeatable search.")] = None,
+    runs_dir: Annotated[Path, typer.Option(help="Where server logs of each trial go.")] = Path("tuner-runs"),
+) -> None:
+    """Run (or resume) a sweep: launch the server per trial, benchmark, stop early on a plateau."""
+    from tuner.console import run_with_console
+
+    result = run_with_console(
+        space, trials=trials, storage=storage, study=study, seed=seed, runs_dir=runs_dir,
+        console=out,
+    )
+    out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
+    out.print("See the answer with: [bold]tuner best[/]" + _study_flags(storage, result.study_name))
+
+
+@app.command()
+@handles_errors
+def best(
+    space: OptSpaceOpt = None,
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")] = "table",
+) -> None:
+    """The answer: best, recommended (simplest within noise of the best) and baseline."""
+    from tuner import report
+
+    result = report.best_report(storage, report.resolve_study(storage, study, space))
+    report.print_best(result, fmt, out)
+
+
+@app.command("trials")
+@handles_errors
+def trials_cmd(
+    space: OptSpaceOpt = None,
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+) -> None:
+    """One line per trial: number, status, changed params, objective, reason for failures."""
+    from tuner import report
+
+    report.print_trials(storage, report.resolve_study(storage, study, space), out)
+
+
+@app.command()
+@handles_errors
+def show(
+    trial: Annotated[int, typer.Argument(help="Trial number.")],
+    space: OptSpaceOpt = None,
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+) -> None:
+    """Everything about one trial: settings, levels, telemetry, log tail; and the inventory."""
+    from tuner import report
+
+    report.print_trial(storage, report.resolve_study(storage, study, space), trial, out)
+
+
+@app.command()
+@handles_errors
+def compare(
+    a: Annotated[int, typer.Argument(help="Trial number A.")],
+    b: Annotated[int, typer.Argument(help="Trial number B.")],
+    space: OptSpaceOpt = None,
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+) -> None:
+    """Is trial A better than trial B? The difference with its interval, and the verdict."""
+    from tuner import report
+
+    report.print_compare(storage, report.resolve_study(storage, study, space), a, b, out)
+
+
+@app.command()
+@handles_errors
+def dashboard(
+    storage: StorageOpt = DEFAULT_STORAGE,
+    port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,
+) -> None:
+    """Open the study in optuna-dashboard (pip install 'tuner[dashboard]')."""
+    from tuner import report
+
+    report.run_dashboard(storage, port)
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def sim(ctx: typer.Context) -> None:
+    """Run the simulated vLLM server by hand (flags: tuner sim --help)."""
+    from tuner.sim.__main__ import main as sim_main
+
+    raise typer.Exit(sim_main(list(ctx.args)))
+
+
+def _study_flags(storage: str, study: str) -> str:
+    flags = f" --study {study}"
+    if storage != DEFAULT_STORAGE:
+        flags += f" --storage {storage}"
+    return flags
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="tuner")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,336 @@
+"""The space file: pydantic models of its YAML, and ``load_space(path)`` with clear errors.
+
+A space file says how to start the server (``server``), what to vary (``params``),
+which combinations are impossible (``constraints``), how to measure (``benchmark``),
+what to optimise (``objective``) and when to stop (``stop``). Every error names the
+file, the key and what to do about it; see docs/space-file.md.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tuner.errors import ConfigError
+
+DEFAULT = "default"
+"""The choice that means: leave the variable unset, leave the argument out."""
+
+# Objective metrics: the headline figures of a benchmark level, as `vllm bench serve`
+# names them. Throughputs are maximised, latencies minimised.
+THROUGHPUT_METRICS = ("output_throughput", "request_throughput", "total_throughput")
+LATENCY_FAMILIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
+LATENCY_STATS = ("mean", "p50", "p90", "p99")
+OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
+    **{name: "maximize" for name in THROUGHPUT_METRICS},
+    **{f"{fam}_{stat}": "minimize" for fam in LATENCY_FAMILIES for stat in LATENCY_STATS},
+}
+
+SHIPPED_SPACES = Path(__file__).resolve().parent.parent / "search_spaces"
+"""Where `--space nccl.yaml` is looked up when no such file is in the working directory."""
+
+Scalar = Union[bool, int, float, str]
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors: a typo must not silently become a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSpec(_Strict):
+    """How to start one server: an argv list (never a shell string) and fixed env."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    host: str = "127.0.0.1"
+    port: Union[int, Literal["auto"]] = "auto"
+    health_path: str = "/health"
+    startup_timeout_s: float = Field(default=3600, gt=0)
+    stop_timeout_s: float = Field(default=60, gt=0)
+    cpus: list[int] | None = None
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_values_as_text(cls, value: Any) -> Any:
+        # YAML turns `1` into an int; an environment only holds text.
+        if isinstance(value, dict):
+            return {str(k): _as_text(v) for k, v in value.items()}
+        return value
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _command_as_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(
+                "must be a list of arguments, e.g. [vllm, serve, MODEL, --port, '{port}'], "
+                "not a shell string"
+            )
+        if isinstance(value, list):
+            return [_as_text(v) for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _port_placeholder(self) -> ServerSpec:
+        if self.port == "auto" and not any("{port}" in arg for arg in self.command):
+            raise ValueError(
+                "server.command has no '{port}' but server.port is 'auto': add "
+                "--port '{port}' to the command, or set server.port to a number"
+            )
+        return self
+
+
+class ParamSpec(_Strict):
+    """One knob: where its value goes (``env`` or ``args``) and which values to try."""
+
+    env: str | None = None
+    args: list[str] | None = None
+    choices: list[Scalar] | None = None
+    int_range: Annotated[list[int] | None, Field(alias="int")] = None
+    float_range: Annotated[list[float] | None, Field(alias="float")] = None
+    log: bool = False
+    step: float | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _args_as_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list):
+            return [_as_text(v) for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _one_target_one_domain(self) -> ParamSpec:
+        if (self.env is None) == (self.args is None):
+            raise ValueError(
+                "needs exactly one of 'env: VARIABLE' or 'args: [--flag, \"{value}\"]'"
+            )
+        if self.args is not None and not any("{value}" in a for a in self.args):
+            # A flag without a value (e.g. --enforce-eager) is a choice between the flag
+            # and nothing: choices [default, true].
+            pass
+        domains = [d for d in (self.choices, self.int_range, self.float_range) if d is not None]
+        if len(domains) != 1:
+            raise ValueError("needs exactly one of 'choices: [...]', 'int: [lo, hi]', 'float: [lo, hi]'")
+        if self.choices is not None and len(self.choices) == 0:
+            raise ValueError("'choices' is empty: list at least one value, e.g. [default, 4, 8]")
+        for rng in (self.int_range, self.float_range):
+            if rng is not None:
+                if len(rng) != 2 or rng[0] > rng[1]:
+                    raise ValueError("a range is [low, high] with low <= high")
+                if self.log and rng[0] <= 0:
+                    raise ValueError("'log: true' needs a range above 0")
+        return self
+
+    @property
+    def is_flag(self) -> bool:
+        """An argument without ``{value}``: present when chosen, absent at default."""
+        return self.args is not None and not any("{value}" in a for a in self.args)
+
+
+class BenchmarkSpec(_Strict):
+    """The fixed streaming benchmark every trial runs."""
+
+    api: Literal["completions", "chat"] = "completions"
+    model: str | None = None  # default: the first id of /v1/models
+    prompt_tokens: int = Field(default=256, ge=1)
+    max_tokens: int = Field(default=256, ge=1)
+    concurrency: list[int] = Field(default_factory=lambda: [1], min_length=1)
+    requests: int = Field(default=16, ge=1)
+    warmup: int = Field(default=2, ge=0)
+    rounds: int = Field(default=3, ge=1)
+    ignore_eos: bool = True
+    request_timeout_s: float = Field(default=600, gt=0)
+    max_error_rate: float = Field(default=0.0, ge=0, le=1)
+    cpus: list[int] | None = None
+
+    @field_validator("concurrency", mode="before")
+    @classmethod
+    def _one_level(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive_levels(cls, value: list[int]) -> list[int]:
+        if any(c < 1 for c in value):
+            raise ValueError("concurrency levels are positive integers")
+        return value
+
+
+class ObjectiveSpec(_Strict):
+    """What 'best' means: one metric at one concurrency level."""
+
+    metric: str = "output_throughput"
+    concurrency: int | None = None  # default: the first benchmark level
+    direction: Literal["maximize", "minimize"] | None = None  # default: from the metric
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        if value not in OBJECTIVE_METRICS:
+            raise ValueError(
+                f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}"
+            )
+        return value
+
+
+class StopSpec(_Strict):
+    """When to stop searching, and what counts as a gain."""
+
+    patience: int = Field(default=6, ge=1)
+    min_gain: float = Field(default=0.01, ge=0)
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    baseline_launches: int = Field(default=2, ge=1)
+    confirmations: int = Field(default=1, ge=0)
+
+
+_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(<=|>=|==|!=|<|>)\s*([A-Za-z_][\w.-]*|-?\d+(?:\.\d+)?)\s*$")
+
+
+class Constraint(_Strict):
+    """``left op right`` where each side is a param name or a number; parsed, never eval'ed."""
+
+    left: str
+    op: Literal["<=", ">=", "==", "!=", "<", ">"]
+    right: str
+
+    @classmethod
+    def parse(cls, text: str) -> Constraint:
+        match = _CONSTRAINT.match(text)
+        if not match:
+            raise ValueError(
+                f"cannot read constraint {text!r}: write 'PARAM OP PARAM' or 'PARAM OP NUMBER' "
+                "with OP one of <= >= == != < >"
+            )
+        return cls(left=match[1], op=match[2], right=match[3])  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+class SpaceSpec(_Strict):
+    """A whole space file."""
+
+    study: str | None = None
+    server: ServerSpec
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    constraints: list[Constraint] = Field(default_factory=list)
+    benchmark: BenchmarkSpec = Field(default_factory=BenchmarkSpec)
+    objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    stop: StopSpec = Field(default_factory=StopSpec)
+
+    @field_validator("constraints", mode="before")
+    @classmethod
+    def _parse_constraints(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [Constraint.parse(v) if isinstance(v, str) else v for v in value]
+        return value
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> SpaceSpec:
+        for c in self.constraints:
+            for side in (c.left, c.right):
+                if not _is_number(side) and side not in self.params:
+                    raise ValueError(
+                        f"constraint '{c}' names {side!r}, which is not a param; "
+                        f"params are: {', '.join(self.params) or '(none)'}"
+                    )
+        level = self.objective.concurrency
+        if level is not None and level not in self.benchmark.concurrency:
+            raise ValueError(
+                f"objective.concurrency is {level} but benchmark.concurrency runs "
+                f"{self.benchmark.concurrency}: add {level} to benchmark.concurrency "
+                "or pick one of those levels"
+            )
+        return self
+
+    @property
+    def objective_concurrency(self) -> int:
+        return self.objective.concurrency or self.benchmark.concurrency[0]
+
+    @property
+    def direction(self) -> Literal["maximize", "minimize"]:
+        return self.objective.direction or OBJECTIVE_METRICS[self.objective.metric]
+
+
+class Space(BaseModel):
+    """A loaded space: the spec plus where it came from and its study name."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    spec: SpaceSpec
+    path: Path
+    study_name: str
+
+
+def resolve_space_path(name: str | Path) -> Path:
+    """The file the user means: as given, else a shipped space of that name."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    for candidate in (SHIPPED_SPACES / path.name, SHIPPED_SPACES / f"{path.name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    shipped = sorted(p.name for p in SHIPPED_SPACES.glob("*.yaml"))
+    raise ConfigError(
+        f"{name}: no such space file; shipped spaces are: {', '.join(shipped) or '(none)'}"
+    )
+
+
+def load_space(path: str | Path) -> Space:
+    """Read and validate a space file; raise ConfigError naming file, key and fix."""
+    resolved = resolve_space_path(path)
+    try:
+        raw = yaml.safe_load(resolved.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{resolved}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{resolved}: cannot read: {exc}") from exc
+    return parse_space(raw, resolved)
+
+
+def parse_space(raw: Any, path: Path) -> Space:
+    """Validate already-loaded YAML data (kept separate so tests need no files)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a space file is a mapping with at least a 'server:' key")
+    try:
+        spec = SpaceSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_explain(path, exc)) from None
+    return Space(spec=spec, path=path, study_name=spec.study or path.stem)
+
+
+def _explain(path: Path, exc: ValidationError) -> str:
+    """One readable line per problem: file, dotted key, what is wrong and the fix."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key; remove it or check its spelling (see docs/space-file.md)"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{path}: {key}: {msg}")
+    return "\n".join(lines)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,90 @@
+"""The sweep as a person sees it: one line per finished trial under a live rich progress display."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from tuner.config import load_space
+from tuner.events import SweepObserver
+from tuner.gpu import open_gpu_backend
+from tuner.runner import RunnerOptions
+from tuner.sweep import SweepResult, run_sweep
+
+
+class ConsoleObserver(SweepObserver):
+    """Renders sweep events: a trials bar, a phase line (loading 56%, round 2/3), trial lines."""
+
+    def __init__(self, console: Console, progress: Progress, total: int) -> None:
+        self.console = console
+        self.progress = progress
+        self.trials_task = progress.add_task("trials", total=total)
+        self.phase_task = progress.add_task("", total=None)
+
+    def _phase(self, text: str, completed: float | None = None) -> None:
+        self.progress.update(self.phase_task, description=text, total=100 if completed is not None else None,
+                             completed=completed or 0)
+
+    def message(self, text: str) -> None:
+        self.console.print(f"[yellow]•[/] {text}", highlight=False)
+
+    def trial_started(self, number: int, role: str, changed: dict[str, Any]) -> None:
+        what = " ".join(f"{k}={v}" for k, v in changed.items()) or "defaults"
+        self._phase(f"trial {number} ({role}): starting server [{what}]")
+
+    def load_progress(self, number: int, percent: float | None, line: str) -> None:
+        text = line.strip()[:70]
+        self._phase(f"trial {number}: {text}", percent)
+
+    def healthy(self, number: int, seconds: float) -> None:
+        self._phase(f"trial {number}: healthy after {seconds:.1f} s, benchmarking")
+
+    def level_done(self, number: int, round_index: int, summary: Any) -> None:
+        self._phase(
+            f"trial {number}: round {round_index + 1}, concurrency {summary.concurrency}: "
+            f"{summary.output_throughput:.1f} tok/s"
+        )
+
+    def trial_finished(self, number: int, line: str) -> None:
+        self.console.print(line, highlight=False)
+        self.progress.advance(self.trials_task)
+
+
+def run_with_console(
+    space_path: Path,
+    *,
+    trials: int,
+    storage: str,
+    study: str | None,
+    seed: int | None,
+    runs_dir: Path,
+    console: Console,
+) -> SweepResult:
+    """Load the space, open the GPUs (or say there are none), and run the sweep live."""
+    space = load_space(space_path)
+    if study:
+        space = space.model_copy(update={"study_name": study})
+    gpu = open_gpu_backend()
+    if not gpu.available:
+        console.print(f"[dim]{getattr(gpu, 'reason', 'no NVIDIA GPU: GPU telemetry off')}[/]")
+    console.print(
+        f"Study [bold]{space.study_name}[/] in {storage}: {len(space.spec.params)} params, "
+        f"objective {space.spec.objective.metric} at concurrency {space.spec.objective_concurrency}"
+    )
+    progress = Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+        TextColumn("{task.completed}/{task.total}" ), TimeElapsedColumn(),
+        console=console, transient=True,
+    )
+    with progress:
+        observer = ConsoleObserver(console, progress, trials)
+        try:
+            return run_sweep(
+                space, storage=storage, n_trials=trials, seed=seed, observer=observer, gpu=gpu,
+                runner_options=RunnerOptions(runs_dir=runs_dir),
+            )
+        finally:
+            gpu.close()

@@ -1,0 +1,327 @@
+"""One launch of the server for one trial: start, wait, benchmark, stop, record.
+
+The runner owns the order of operations around a single server process and
+makes sure every outcome (healthy and measured, pruned, failed to start, died
+mid-benchmark, interrupted) ends with the server stopped and a row in the store
+that says why. It does not decide anything: the sweep asks it to run a launch
+and passes a ``prune_check`` that looks at the rounds measured so far.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuner import bench, metrics, telemetry
+from tuner.config import Space
+from tuner.errors import BenchmarkError, LaunchError
+from tuner.events import SweepObserver
+from tuner.gpu import GpuBackend
+from tuner.launcher import LaunchSpec, ServerProcess, ensure_gpus_idle, free_port
+from tuner.space import Settings, server_argv, server_env
+from tuner.store import LaunchStatus, Store
+
+PruneCheck = Callable[[Sequence[float]], "str | None"]
+"""Given the objective of each round so far, a reason to stop benchmarking, or None."""
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    """What a finished launch measured."""
+
+    launch_id: int
+    round_values: tuple[float, ...]
+    pruned_reason: str | None = None
+    seconds_to_healthy: float | None = None
+    headline: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.round_values)
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """Knobs of the runner that are not part of the space file."""
+
+    runs_dir: Path = Path("tuner-runs")
+    gpu_idle_timeout_s: float = 120.0
+    gpu_idle_max_memory_mib: float = 1024.0
+    telemetry_interval_s: float = 1.0
+
+
+class TrialRunner:
+    """Runs launches of one study's server; one instance per sweep."""
+
+    def __init__(
+        self,
+        space: Space,
+        store: Store,
+        *,
+        gpu: GpuBackend,
+        observer: SweepObserver | None = None,
+        options: RunnerOptions | None = None,
+    ) -> None:
+        self.space = space
+        self.spec = space.spec
+        self.store = store
+        self.gpu = gpu
+        self.observer = observer or SweepObserver()
+        self.options = options or RunnerOptions()
+        self._inventory_done = False
+
+    def run(
+        self,
+        *,
+        trial_id: int | None,
+        trial_number: int,
+        role: str,
+        settings: Settings,
+        prune_check: PruneCheck | None = None,
+    ) -> LaunchOutcome:
+        """Launch, benchmark every round, stop; raise LaunchError/BenchmarkError on failure.
+
+        Whatever happens (Ctrl-C included), the server is stopped and the launch row
+        is left with a final status and reason before this returns or raises.
+        """
+        server = self.spec.server
+        devices = _visible_devices({**server.env, **settings.env})
+        if self.gpu.available:
+            ensure_gpus_idle(
+                self.gpu, devices,
+                max_memory_mib=self.options.gpu_idle_max_memory_mib,
+                timeout_s=self.options.gpu_idle_timeout_s,
+            )
+        port = free_port(server.host) if server.port == "auto" else int(server.port)
+        trial_dir = (self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}")
+        trial_dir = trial_dir.resolve()
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        names = {"trial_dir": str(trial_dir), "study_dir": str(trial_dir.parent)}
+        argv = server_argv(server, settings, port=port, **names)
+        env = server_env(server, settings, port=port, **names)
+        unset = frozenset(settings.unset - set(server.env))
+        launch = LaunchSpec(
+            argv=argv, env=env, unset=unset, host=server.host, port=port,
+            health_path=server.health_path, startup_timeout_s=server.startup_timeout_s,
+            stop_timeout_s=server.stop_timeout_s, log_path=trial_dir / "server.log",
+            cpus=server.cpus, gpu_devices=devices,
+        )
+        process = ServerProcess(launch, gpu=self.gpu if self.gpu.available else None)
+        self.observer.trial_started(trial_number, role, settings.changed)
+        identity = process.start()
+        # The identity is in the database before we wait on the server, so a later
+        # run can find and stop it if this process dies (kill -9, lost terminal).
+        launch_id = self.store.add_launch(
+            study=self.space.study_name, trial_id=trial_id, trial_number=trial_number,
+            role=role, config_hash=settings.config_hash, params=dict(settings.params),
+            env=env, unset_env=sorted(unset), argv=argv, port=port, pid=identity.pid,
+            pgid=identity.pgid, create_time=identity.create_time,
+            cmdline=list(identity.cmdline), log_path=str(launch.log_path),
+        )
+        status, reason = LaunchStatus.FAILED, "interrupted"
+        outcome: LaunchOutcome | None = None
+        try:
+            seconds = process.wait_healthy(
+                on_progress=lambda p: self.observer.load_progress(trial_number, p.percent, p.line)
+            )
+            self.store.update_launch(launch_id, seconds_to_healthy=seconds)
+            self.observer.healthy(trial_number, seconds)
+            outcome = self._benchmark(process, launch_id, trial_number, port, prune_check)
+            outcome = LaunchOutcome(
+                launch_id=launch_id, round_values=outcome.round_values,
+                pruned_reason=outcome.pruned_reason, seconds_to_healthy=seconds,
+                headline=outcome.headline,
+            )
+            status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
+            reason = outcome.pruned_reason
+            return outcome
+        except LaunchError as exc:
+            reason = exc.reason
+            raise
+        except BenchmarkError as exc:
+            reason = f"benchmark failed: {exc}"
+            if not process.is_running():
+                reason += f" (server exited with code {process.exit_code()})"
+            raise
+        finally:
+            report = process.stop()
+            tail = process.log_tail(60)
+            fields: dict[str, Any] = dict(
+                status=status, reason=reason, log_tail=tail,
+                cleanup_ok=report.clean, cleanup=_report_dict(report),
+                finished_at=_utcnow(),
+            )
+            if outcome is not None:
+                fields.update(
+                    objective_mean=outcome.mean,
+                    objective_se=_se(outcome.round_values),
+                    objective_rounds=list(outcome.round_values),
+                    rounds_done=len(outcome.round_values),
+                )
+            self.store.update_launch(launch_id, **fields)
+            if not report.clean:
+                self.observer.message(
+                    f"trial {trial_number}: server cleanup incomplete: {'; '.join(report.problems)}"
+                )
+
+    def _benchmark(
+        self,
+        process: ServerProcess,
+        launch_id: int,
+        trial_number: int,
+        port: int,
+        prune_check: PruneCheck | None,
+    ) -> LaunchOutcome:
+        spec = self.spec
+        base_url = f"http://{spec.server.host}:{port}"
+        if not self._inventory_done:
+            self._record_inventory(base_url, process)
+        model = spec.benchmark.model or bench.discover_model(base_url)
+        level_of_objective = spec.objective_concurrency
+        gpu_sampler = telemetry.GpuSampler(
+            self.gpu, _device_indices(self.gpu), interval_s=self.options.telemetry_interval_s
+        ) if self.gpu.available else None
+        host_sampler = telemetry.HostSampler(
+            process.pid, interval_s=self.options.telemetry_interval_s
+        )
+        if gpu_sampler:
+            gpu_sampler.start()
+        host_sampler.start()
+        round_values: list[float] = []
+        headline: dict[str, float] = {}
+        pruned: str | None = None
+        try:
+            for round_index in range(spec.benchmark.rounds):
+                for concurrency in spec.benchmark.concurrency:
+                    load = bench.load_from_benchmark_spec(
+                        spec.benchmark, concurrency, model,
+                        warmup=spec.benchmark.warmup if round_index == 0 else 0,
+                    )
+                    before = telemetry.scrape_metrics(base_url)
+                    started = time.time()
+                    result = bench.measure_level(base_url, load, round_index=round_index)
+                    after = telemetry.scrape_metrics(base_url)
+                    summary = metrics.summarize(result)
+                    delta = telemetry.metrics_delta(before, after)
+                    gpu_summary = None
+                    if gpu_sampler:
+                        gpu_summary = telemetry.summarize_gpu(
+                            gpu_sampler.samples_since(started),
+                            output_tokens=summary.output_tokens,
+                            duration_s=result.duration_s,
+                        ).to_dict()
+                    flags = [f for f in (summary.flag_reason, delta.warning) if f]
+                    self.store.add_level(
+                        launch_id, round_index=round_index, summary=summary.to_dict(),
+                        requests=[_request_row(r) for r in result.records],
+                        server_metrics=delta.to_dict(), gpu_summary=gpu_summary,
+                        flagged="; ".join(flags) or None,
+                    )
+                    self.observer.level_done(trial_number, round_index, summary)
+                    if summary.completed == 0:
+                        raise BenchmarkError(
+                            f"every request failed at concurrency {concurrency}: "
+                            f"{_first_error(result)}"
+                        )
+                    if concurrency == level_of_objective:
+                        round_values.append(summary.metric(spec.objective.metric))
+                        headline = _headline(summary)
+                if prune_check is not None and round_index + 1 < spec.benchmark.rounds:
+                    pruned = prune_check(round_values)
+                    if pruned:
+                        break
+        finally:
+            host_samples = host_sampler.stop()
+            gpu_samples = gpu_sampler.stop() if gpu_sampler else []
+            self.store.add_samples(launch_id, _sample_rows(gpu_samples, host_samples))
+        if gpu_samples:
+            self.store.update_launch(
+                launch_id,
+                gpu_summary=telemetry.summarize_gpu(
+                    gpu_samples, output_tokens=0, duration_s=0.0
+                ).to_dict(),
+            )
+        return LaunchOutcome(
+            launch_id=launch_id, round_values=tuple(round_values),
+            pruned_reason=pruned, headline=headline,
+        )
+
+    def _record_inventory(self, base_url: str, process: ServerProcess) -> None:
+        inventory = telemetry.collect_inventory(
+            self.gpu, base_url=base_url, log_text=process.log_tail(400)
+        )
+        self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
+        self._inventory_done = True
+
+
+def _visible_devices(env: dict[str, str]) -> list[int] | None:
+    """The GPUs a server will use: CUDA_VISIBLE_DEVICES when it lists indices, else all."""
+    value = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if not value:
+        return None
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        return None  # UUIDs or MIG names: check every GPU rather than guess
+
+
+def _device_indices(gpu: GpuBackend) -> list[int]:
+    return list(range(gpu.device_count()))
+
+
+def _headline(summary: Any) -> dict[str, float]:
+    names = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
+    return {name: summary.metric(name) for name in names}
+
+
+def _request_row(record: Any) -> dict[str, Any]:
+    return dict(
+        idx=record.index, start_s=record.start_s, ttft_s=record.ttft_s, e2el_s=record.e2el_s,
+        itl_s=list(record.itl_s), prompt_tokens=record.prompt_tokens,
+        output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
+        tokens_estimated=record.tokens_estimated, error=record.error,
+    )
+
+
+def _sample_rows(gpu_samples: Sequence[Any], host_samples: Sequence[Any]) -> list[dict[str, Any]]:
+    rows = [
+        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=_asdict(s))
+        for s in gpu_samples
+    ]
+    rows += [dict(kind="host", time_s=s.time_s, gpu_index=None, data=_asdict(s))
+             for s in host_samples]
+    return rows
+
+
+def _asdict(obj: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(obj).items()}
+
+
+def _report_dict(report: Any) -> dict[str, Any]:
+    return _asdict(report)
+
+
+def _first_error(result: Any) -> str:
+    for record in result.records:
+        if record.error:
+            return str(record.error)
+    return "no error recorded"
+
+
+def _se(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    return statistics.stdev(values) / len(values) ** 0.5
+
+
+def _utcnow() -> Any:
+    import datetime as dt
+
+    return dt.datetime.now(dt.timezone.utc)

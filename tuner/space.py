@@ -1,0 +1,208 @@
+"""The search space as a pure function: ``suggest(trial, spec) -> Settings``.
+
+``Settings`` is the only place where parameter values become environment
+variables and command-line arguments. ``default`` means: leave the variable
+unset (and remove it from the inherited environment) or leave the argument out.
+Tested with ``optuna.trial.FixedTrial``; no I/O here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+
+from tuner.config import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
+
+ROLE_ATTR = "tuner_role"
+"""User attr on an optuna trial: baseline, search or confirm."""
+PARAMS_ATTR = "tuner_params"
+"""User attr holding every param's value, ``default`` included (optuna omits range defaults)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one trial applies: every param's value, and the env and args they become."""
+
+    params: dict[str, Scalar]
+    env: dict[str, str] = field(default_factory=dict)
+    unset: frozenset[str] = frozenset()
+    args: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> dict[str, Scalar]:
+        """The params not at ``default``: what a user would have to change."""
+        return {k: v for k, v in self.params.items() if not is_default(v)}
+
+    @property
+    def config_hash(self) -> str:
+        """A stable id of the configuration: equal settings, equal hash, in any order."""
+        canonical = json.dumps(
+            {k: _canonical(v) for k, v in sorted(self.changed.items())}, sort_keys=True
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def is_default(value: Any) -> bool:
+    return isinstance(value, str) and value == DEFAULT
+
+
+def suggest(trial: optuna.trial.BaseTrial, spec: SpaceSpec) -> Settings:
+    """Ask optuna for one value per param and turn them into Settings.
+
+    A trial enqueued with ``tuner_params`` (the baseline, a confirmation) keeps range
+    params at ``default`` where it says so: optuna itself cannot represent "unset"
+    for an int or float range.
+    """
+    fixed: Mapping[str, Any] = trial.user_attrs.get(PARAMS_ATTR) or {}
+    params: dict[str, Scalar] = {}
+    for name, param in spec.params.items():
+        if name in fixed and is_default(fixed[name]) and param.choices is None:
+            params[name] = DEFAULT
+        else:
+            params[name] = _suggest_one(trial, name, param)
+    return settings_from_params(spec, params)
+
+
+def _suggest_one(trial: optuna.trial.BaseTrial, name: str, param: ParamSpec) -> Scalar:
+    if param.choices is not None:
+        return trial.suggest_categorical(name, param.choices)  # type: ignore[arg-type]
+    if param.int_range is not None:
+        low, high = param.int_range
+        step = int(param.step) if param.step and not param.log else 1
+        return trial.suggest_int(name, low, high, step=step, log=param.log)
+    assert param.float_range is not None
+    low_f, high_f = param.float_range
+    return trial.suggest_float(name, low_f, high_f, step=None if param.log else param.step,
+                               log=param.log)
+
+
+def baseline_params(spec: SpaceSpec) -> dict[str, Scalar]:
+    """Every param at ``default``: the configuration the baseline launches."""
+    return {name: DEFAULT for name in spec.params}
+
+
+def optuna_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """The subset optuna can enqueue: choices always, ranges only when not ``default``."""
+    return {
+        name: value
+        for name, value in params.items()
+        if name in spec.params and (spec.params[name].choices is not None or not is_default(value))
+    }
+
+
+def settings_from_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> Settings:
+    """Turn param values into env and args, in the order the space file lists them."""
+    env: dict[str, str] = {}
+    unset: set[str] = set()
+    args: list[str] = []
+    for name, param in spec.params.items():
+        value = params.get(name, DEFAULT)
+        if param.env is not None:
+            if is_default(value):
+                unset.add(param.env)
+            else:
+                env[param.env] = _env_text(value)
+        elif param.args is not None:
+            if is_default(value):
+                continue
+            if param.is_flag:
+                if value is True or str(value).lower() in ("true", "1", "yes", "on"):
+                    args.extend(param.args)
+                continue
+            args.extend(a.replace("{value}", _env_text(value)) for a in param.args)
+    full = {name: params.get(name, DEFAULT) for name in spec.params}
+    return Settings(params=full, env=env, unset=frozenset(unset), args=tuple(args))
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le, ">=": operator.ge, "==": operator.eq,
+    "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+}
+
+
+def violated_constraints(spec: SpaceSpec, params: Mapping[str, Scalar]) -> list[Constraint]:
+    """The constraints these params break.
+
+    A side at ``default`` is unknown (the server picks the value), so a constraint
+    that names it is not checked: NCCL_MIN_NCHANNELS <= NCCL_MAX_NCHANNELS holds
+    whenever either is left to NCCL.
+    """
+    broken = []
+    for constraint in spec.constraints:
+        left = _side_value(constraint.left, params)
+        right = _side_value(constraint.right, params)
+        if left is None or right is None:
+            continue
+        try:
+            ok = _OPS[constraint.op](left, right)
+        except TypeError:
+            ok = _OPS[constraint.op](str(left), str(right))
+        if not ok:
+            broken.append(constraint)
+    return broken
+
+
+def _side_value(side: str, params: Mapping[str, Scalar]) -> Any:
+    if side in params:
+        value = params[side]
+        if is_default(value):
+            return None
+        return _number_or_text(value)
+    return _number_or_text(side)
+
+
+def server_argv(server: ServerSpec, settings: Settings, *, port: int, **names: str) -> list[str]:
+    """The command to run: the space's argv with placeholders filled, then the trial's args.
+
+    Only ``{port}``, ``{python}`` (this interpreter), ``{config}`` (the configuration
+    hash) and the documented ``names`` (``{trial_dir}``, ``{study_dir}``) are
+    substituted; nothing goes through a shell.
+    """
+    values = _placeholders(settings, port, names)
+    return [_fill(arg, values) for arg in server.command] + list(settings.args)
+
+
+def server_env(server: ServerSpec, settings: Settings, *, port: int, **names: str) -> dict[str, str]:
+    """The variables to set: the space's fixed env (placeholders filled), then the trial's."""
+    values = _placeholders(settings, port, names)
+    return {**{k: _fill(v, values) for k, v in server.env.items()}, **settings.env}
+
+
+def _placeholders(settings: Settings, port: int, names: Mapping[str, str]) -> dict[str, str]:
+    return {"port": str(port), "python": sys.executable, "config": settings.config_hash, **names}
+
+
+def _fill(arg: str, values: Mapping[str, str]) -> str:
+    for key, value in values.items():
+        arg = arg.replace("{" + key + "}", value)
+    return arg
+
+
+def _env_text(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _number_or_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _canonical(value: Any) -> Any:
+    # 8 and "8" and 8.0 are the same setting once they become text in argv or env.
+    return _env_text(value) if not isinstance(value, float) or not value.is_integer() \
+        else str(int(value))

@@ -1,0 +1,407 @@
+"""The sweep: baseline launches, optuna proposals, confirmations, early stop, resume.
+
+``run_sweep`` drives ``optuna.Study.optimize`` with one objective (launch the
+server with the trial's settings and benchmark it) and one callback, the
+``SweepController``, which after every trial re-reads the study's launches,
+queues confirmation launches of configurations that look better than the best,
+and stops the study (``study.stop()``) on a plateau, the budget, or total failure.
+Re-running the same command resumes the same study.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import analysis, launcher, stats
+from tuner.config import Space
+from tuner.errors import BenchmarkError, LaunchError
+from tuner.events import SweepObserver
+from tuner.gpu import GpuBackend, NullGpuBackend
+from tuner.runner import RunnerOptions, TrialRunner
+from tuner.space import (
+    PARAMS_ATTR,
+    ROLE_ATTR,
+    baseline_params,
+    optuna_params,
+    suggest,
+    violated_constraints,
+)
+from tuner.store import LaunchStatus, Store
+
+HASH_ATTR = "tuner_config"
+LAUNCHED_ATTR = "tuner_launched"
+REASON_ATTR = "tuner_reason"
+WORKER_ATTR = "tuner_worker"
+MAX_IDLE_PROPOSALS = 50
+"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    study_name: str
+    stop_reason: str
+    stop_detail: str
+    launched: int
+
+
+def worker_id() -> str:
+    """This tuner process, as other workers and later runs see it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def open_study(storage: str, name: str, direction: str, seed: int | None) -> optuna.Study:
+    """Create or load the optuna study; TPE seeded, our own stop logic."""
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, multivariate=True,
+                                         group=True, warn_independent_sampling=False)
+    return optuna.create_study(
+        storage=storage, study_name=name, direction=direction,
+        sampler=sampler, load_if_exists=True,
+    )
+
+
+def run_sweep(
+    space: Space,
+    *,
+    storage: str,
+    n_trials: int,
+    seed: int | None = None,
+    observer: SweepObserver | None = None,
+    gpu: GpuBackend | None = None,
+    runner_options: RunnerOptions | None = None,
+) -> SweepResult:
+    """Run (or resume) the study until the budget, a plateau, or Ctrl-C."""
+    observer = observer or SweepObserver()
+    gpu = gpu if gpu is not None else NullGpuBackend()
+    spec = space.spec
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    store = Store(storage)
+    name = space.study_name
+    store.ensure_study(name, space_path=str(space.path), space_text=space.path.read_text())
+    study = open_study(storage, name, spec.direction, seed)
+    recover_interrupted(study, store, observer)
+    enqueue_baselines(study, space)
+
+    runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
+    controller = SweepController(space, store, n_trials=n_trials, observer=observer)
+    controller.queue_confirmations(study)
+
+    def objective(trial: optuna.Trial) -> float:
+        return run_trial(trial, space, runner, controller)
+
+    if controller.launched(study) < n_trials:
+        try:
+            study.optimize(
+                objective, n_trials=None, callbacks=[controller],
+                catch=(LaunchError, BenchmarkError), gc_after_trial=False,
+            )
+        except KeyboardInterrupt:
+            controller.finish(study, "interrupted", "stopped by Ctrl-C; run the same command to resume")
+            raise
+    else:
+        controller.finish(study, "budget", f"the budget of {n_trials} launches was already used")
+    row = store.study(name)
+    return SweepResult(
+        study_name=name,
+        stop_reason=(row.stop_reason if row else None) or "budget",
+        stop_detail=(row.stop_detail if row else None) or "",
+        launched=controller.launched(study),
+    )
+
+
+def run_trial(
+    trial: optuna.Trial, space: Space, runner: TrialRunner, controller: SweepController
+) -> float:
+    """The objective: settings from the trial, then launch and measure them."""
+    spec = space.spec
+    role = trial.user_attrs.get(ROLE_ATTR, "search")
+    trial.set_user_attr(WORKER_ATTR, worker_id())
+    settings = suggest(trial, spec)
+    trial.set_user_attr(PARAMS_ATTR, dict(settings.params))
+    trial.set_user_attr(HASH_ATTR, settings.config_hash)
+    if role == "search":
+        trial.set_user_attr(ROLE_ATTR, role)
+    broken = violated_constraints(spec, settings.params)
+    if broken:
+        _not_launched(trial, f"violates constraint {broken[0]}; not launched")
+    if role == "search":
+        previous = controller.previous_trial_of(trial.study, settings.config_hash, trial.number)
+        if previous is not None:
+            _not_launched(trial, f"same configuration as trial {previous}; not launched again")
+    trial.set_user_attr(LAUNCHED_ATTR, True)
+    prune_check = controller.prune_check(trial.study) if role == "search" else None
+    try:
+        outcome = runner.run(
+            trial_id=trial._trial_id, trial_number=trial.number, role=role,
+            settings=settings, prune_check=prune_check,
+        )
+    except (LaunchError, BenchmarkError) as exc:
+        trial.set_user_attr(REASON_ATTR, getattr(exc, "reason", None) or str(exc))
+        raise
+    except KeyboardInterrupt:
+        trial.set_user_attr(REASON_ATTR, "interrupted")
+        raise
+    for step, value in enumerate(outcome.round_values):
+        trial.report(value, step)
+    for key, value in outcome.headline.items():
+        trial.set_user_attr(key, value)
+    if outcome.seconds_to_healthy is not None:
+        trial.set_user_attr("seconds_to_healthy", round(outcome.seconds_to_healthy, 2))
+    if outcome.pruned_reason:
+        trial.set_user_attr(REASON_ATTR, outcome.pruned_reason)
+        raise optuna.TrialPruned(outcome.pruned_reason)
+    return outcome.mean
+
+
+def _not_launched(trial: optuna.Trial, reason: str) -> None:
+    trial.set_user_attr(LAUNCHED_ATTR, False)
+    trial.set_user_attr(REASON_ATTR, reason)
+    raise optuna.TrialPruned(reason)
+
+
+def enqueue_baselines(study: optuna.Study, space: Space) -> None:
+    """Queue the baseline until it has been (or is about to be) launched enough times."""
+    wanted = space.spec.stop.baseline_launches
+    have = sum(
+        1 for t in study.get_trials(deepcopy=False)
+        if t.user_attrs.get(ROLE_ATTR) == "baseline"
+        and t.state in (TrialState.COMPLETE, TrialState.WAITING)
+    )
+    params = baseline_params(space.spec)
+    for _ in range(wanted - have):
+        study.enqueue_trial(
+            optuna_params(space.spec, params),
+            user_attrs={ROLE_ATTR: "baseline", PARAMS_ATTR: params},
+            skip_if_exists=False,
+        )
+
+
+def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserver) -> None:
+    """After a crash of tuner: stop servers it left behind, fail the trials it left RUNNING.
+
+    Only launches of this host whose tuner process is gone are touched: with a shared
+    PostgreSQL storage, other workers' running trials are alive and theirs.
+    """
+    host = socket.gethostname()
+    for record in store.running_servers(study.study_name):
+        if record.host != host or _worker_alive(study, record.trial_id):
+            continue
+        identity = launcher.ProcessIdentity(
+            pid=record.pid or -1, pgid=record.pgid or -1,
+            create_time=record.create_time or 0.0, cmdline=record.cmdline, hostname=record.host,
+        )
+        stopped = record.pid is not None and launcher.reap_leftover(identity, stop_timeout_s=30)
+        store.update_launch(record.launch_id, status=LaunchStatus.FAILED, reason="interrupted")
+        if stopped:
+            observer.message(f"stopped server pid {record.pid} left by an interrupted run")
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = trial.user_attrs.get(WORKER_ATTR, "")
+        if worker.split(":")[0] == host and not _pid_alive(worker):
+            study.tell(trial.number, state=TrialState.FAIL)
+            store_trial_reason(study, trial.number, "interrupted")
+            observer.message(f"trial {trial.number} was interrupted; marked failed")
+
+
+def store_trial_reason(study: optuna.Study, number: int, reason: str) -> None:
+    trial_id = study.trials[number]._trial_id
+    study._storage.set_trial_user_attr(trial_id, REASON_ATTR, reason)
+
+
+def _worker_alive(study: optuna.Study, trial_id: int | None) -> bool:
+    if trial_id is None:
+        return False
+    try:
+        trial = study._storage.get_trial(trial_id)
+    except KeyError:
+        return False
+    return trial.state == TrialState.RUNNING and _pid_alive(trial.user_attrs.get(WORKER_ATTR, ""))
+
+
+def _pid_alive(worker: str) -> bool:
+    """Whether the tuner process named ``host:pid`` on this host still runs."""
+    try:
+        pid = int(worker.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        return False
+    if pid == os.getpid():
+        return False
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.is_running() and "tuner" in " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+class SweepController:
+    """The optuna callback that decides what comes next and when to stop."""
+
+    def __init__(
+        self, space: Space, store: Store, *, n_trials: int, observer: SweepObserver
+    ) -> None:
+        self.space = space
+        self.spec = space.spec
+        self.store = store
+        self.n_trials = n_trials
+        self.observer = observer
+        self._idle_proposals = 0
+
+    # --- queries used by the objective ---------------------------------------------------
+
+    def launched(self, study: optuna.Study) -> int:
+        return sum(
+            1 for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get(LAUNCHED_ATTR) and t.state != TrialState.RUNNING
+        )
+
+    def previous_trial_of(self, study: optuna.Study, config_hash: str, number: int) -> int | None:
+        for t in study.get_trials(deepcopy=False):
+            if (t.number != number and t.user_attrs.get(HASH_ATTR) == config_hash
+                    and t.user_attrs.get(LAUNCHED_ATTR)):
+                return t.number
+        return None
+
+    def prune_check(self, study: optuna.Study):  # type: ignore[no-untyped-def]
+        """A function of the rounds so far: a reason to stop this trial early, or None."""
+        result = analysis.analyze(self.store, self.space)
+        best = result.best
+        if best is None:
+            return None
+
+        def check(rounds: Sequence[float]) -> str | None:
+            if stats.should_prune(
+                rounds, best.estimate, direction=self.spec.direction,
+                confidence=self.spec.stop.confidence, noise=result.noise,
+            ):
+                return (
+                    f"pruned after {len(rounds)} rounds: cannot reach the best "
+                    f"(trial {best.trials[0]}) at {self.spec.stop.confidence:.0%} confidence"
+                )
+            return None
+
+        return check
+
+    # --- the callback ----------------------------------------------------------------------
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        launched_now = trial.user_attrs.get(LAUNCHED_ATTR, False)
+        self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
+        result = analysis.analyze(self.store, self.space)
+        self._save_noise(study, result)
+        self.queue_confirmations(study, result)
+        self._track_gain(study, result, trial)
+
+        launched = self.launched(study)
+        if launched >= self.n_trials:
+            self.finish(study, "budget", f"used the budget of {self.n_trials} launches")
+        elif result.all_failed(min_launches=self.spec.stop.baseline_launches):
+            self.finish(study, "all_failed", "every launch failed; see `tuner trials` for reasons")
+        elif self._plateau(study):
+            self.finish(study, "plateau", self._plateau_sentence(study, result))
+        elif self._idle_proposals >= MAX_IDLE_PROPOSALS:
+            self.finish(study, "exhausted",
+                        f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
+                        "constraints: the space looks exhausted")
+
+    def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
+        self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
+        study.set_user_attr("stop_reason", reason)
+        study.set_user_attr("stop_detail", detail)
+        study.stop()
+
+    def queue_confirmations(
+        self, study: optuna.Study, result: analysis.StudyAnalysis | None = None
+    ) -> None:
+        """Launch again any configuration that looks better than the best but is unconfirmed."""
+        result = result or analysis.analyze(self.store, self.space)
+        waiting = {
+            t.user_attrs.get(HASH_ATTR) or stats_key(t)
+            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        }
+        for config in result.needs_confirmation(self.spec.stop.confirmations):
+            if config.config_hash in waiting:
+                continue
+            study.enqueue_trial(
+                optuna_params(self.spec, config.params),
+                user_attrs={ROLE_ATTR: "confirm", PARAMS_ATTR: config.params,
+                            HASH_ATTR: config.config_hash},
+                skip_if_exists=False,
+            )
+            self.observer.message(
+                f"trial {config.trials[-1]} looks better than the best; launching it again to confirm"
+            )
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _save_noise(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        if result.noise is None:
+            return
+        noise = result.noise_dict()
+        self.store.update_study(study.study_name, noise=noise)
+        study.set_user_attr("noise_between_launches_rel_sd", noise.get("rel_sd"))
+
+    def _track_gain(
+        self, study: optuna.Study, result: analysis.StudyAnalysis, trial: FrozenTrial
+    ) -> None:
+        """Remember the trial at which the best last improved beyond the noise."""
+        best = result.best
+        if best is None:
+            return
+        incumbent = study.user_attrs.get("tuner_incumbent")
+        if incumbent is None:
+            study.set_user_attr("tuner_incumbent", best.config_hash)
+            study.set_user_attr("tuner_last_gain_trial", trial.number)
+            return
+        if best.config_hash != incumbent and result.significantly_better(best.config_hash,
+                                                                         incumbent):
+            study.set_user_attr("tuner_incumbent", best.config_hash)
+            study.set_user_attr("tuner_last_gain_trial", trial.number)
+            self.observer.message(f"new best: trial {best.trials[0]} ({result.describe(best)})")
+
+    def _search_trials_since_gain(self, study: optuna.Study) -> int:
+        last_gain = study.user_attrs.get("tuner_last_gain_trial")
+        if last_gain is None:
+            return 0
+        return sum(
+            1 for t in study.get_trials(deepcopy=False)
+            if t.number > last_gain and t.user_attrs.get(LAUNCHED_ATTR)
+            and t.user_attrs.get(ROLE_ATTR) == "search" and t.state.is_finished()
+        )
+
+    def _plateau(self, study: optuna.Study) -> bool:
+        return self._search_trials_since_gain(study) >= self.spec.stop.patience
+
+    def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:
+        best = result.best
+        n = self._search_trials_since_gain(study)
+        noise = result.noise_rel_sd()
+        noise_text = f" (±{noise:.1%})" if noise is not None else ""
+        who = f"trial {best.trials[0]}" if best else "the best"
+        return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
+
+
+def stats_key(trial: FrozenTrial) -> str | None:
+    return trial.user_attrs.get(HASH_ATTR)
+
+
+def trial_line(trial: FrozenTrial, metric: str) -> str:
+    """One line per finished trial: number, role, state, value, what changed, why it failed."""
+    params = trial.user_attrs.get(PARAMS_ATTR) or {}
+    changed = {k: v for k, v in params.items() if v != "default"}
+    what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
+    role = trial.user_attrs.get(ROLE_ATTR, "search")
+    if trial.state == TrialState.COMPLETE and trial.value is not None:
+        outcome = f"{metric}={trial.value:.4g}"
+    else:
+        outcome = trial.state.name.lower()
+        reason = trial.user_attrs.get(REASON_ATTR)
+        if reason:
+            outcome += f": {reason}"
+    return f"trial {trial.number:>3} {role:<8} {outcome}  {what}"
