@@ -93,3 +93,59 @@ class FakeGpuBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+def vllm_metrics_text(
+    *,
+    preemptions: float = 0,
+    prompt_tokens: float = 0,
+    generation_tokens: float = 0,
+    prefix_queries: float = 0,
+    prefix_hits: float = 0,
+    kv_usage: float = 0.0,
+    running: float = 0,
+    waiting: float = 0,
+    engines: int = 1,
+    legacy: bool = False,
+) -> str:
+    """A vLLM-like /metrics page, written by prometheus_client as vLLM's server writes it.
+
+    Counters are split evenly over ``engines`` (one series per data-parallel engine), so
+    their sums are the given totals; gauges read the same on every engine. ``legacy``
+    uses the names older vLLM releases exported (gpu_cache_usage_perc, gpu_prefix_cache_*).
+    """
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+    registry = CollectorRegistry()
+    labels = ["engine", "model_name"]
+    prefix = "vllm:gpu_prefix_cache" if legacy else "vllm:prefix_cache"
+    kv_name = "vllm:gpu_cache_usage_perc" if legacy else "vllm:kv_cache_usage_perc"
+    gauges = {
+        "vllm:num_requests_running": running,
+        "vllm:num_requests_waiting": waiting,
+        kv_name: kv_usage,
+    }
+    counters = {
+        "vllm:num_preemptions": preemptions,
+        "vllm:prompt_tokens": prompt_tokens,
+        "vllm:generation_tokens": generation_tokens,
+        f"{prefix}_queries": prefix_queries,
+        f"{prefix}_hits": prefix_hits,
+    }
+    made_gauges = {name: Gauge(name, name, labels, registry=registry) for name in gauges}
+    made_counters = {name: Counter(name, name, labels, registry=registry) for name in counters}
+    ttft = Histogram(
+        "vllm:time_to_first_token_seconds", "TTFT", ["model_name"], registry=registry
+    )
+    success = Counter(
+        "vllm:request_success", "finished", ["finished_reason", "model_name"], registry=registry
+    )
+    for engine in range(engines):
+        values = (str(engine), "fake-model")
+        for name, value in gauges.items():
+            made_gauges[name].labels(*values).set(value)
+        for name, value in counters.items():
+            made_counters[name].labels(*values).inc(value / engines)
+    ttft.labels("fake-model").observe(0.12)
+    success.labels("length", "fake-model").inc(3)
+    return generate_latest(registry).decode()

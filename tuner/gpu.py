@@ -78,7 +78,7 @@ class GpuSample:
     temperature_c: float | None = None
     sm_clock_mhz: float | None = None
     mem_clock_mhz: float | None = None
-    pcie_tx_kbps: float | None = None  # KB/s, NVML's unit (a ~20 ms window)
+    pcie_tx_kbps: float | None = None  # KB/s, NVML's unit, counted over a ~20 ms window
     pcie_rx_kbps: float | None = None
     throttle_reasons: tuple[str, ...] = field(default_factory=tuple)
 
@@ -167,10 +167,12 @@ class NvmlGpuBackend:
     available = True
     reason: str | None = None
 
-    def __init__(self, nvml: Any | None = None) -> None:
+    def __init__(self, nvml: Any = None) -> None:
         if nvml is None:
-            import pynvml as nvml  # noqa: PLC0415 - optional at runtime, see open_gpu_backend
-        self._nvml = nvml
+            import pynvml  # noqa: PLC0415 - optional at runtime, see open_gpu_backend
+
+            nvml = pynvml
+        self._nvml: Any = nvml
         nvml.nvmlInit()
         self._closed = False
         try:
@@ -283,6 +285,9 @@ class NvmlGpuBackend:
         h = self._handle(index)
         nvml = self._nvml
         util = self._get("nvmlDeviceGetUtilizationRates", h)
+        # The time of the energy reading: energy deltas are divided by these times. (The
+        # PCIe counters below block ~20 ms each, so the end of the call would be late.)
+        now = time.time()
         power_mw = self._get("nvmlDeviceGetPowerUsage", h)
         energy_mj = self._get("nvmlDeviceGetTotalEnergyConsumption", h)
         temp = self._get("nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
@@ -293,7 +298,7 @@ class NvmlGpuBackend:
         rx = self._get(pcie, h, getattr(nvml, "NVML_PCIE_UTIL_RX_BYTES", 1))
         return GpuSample(
             index=index,
-            time_s=time.time(),
+            time_s=now,
             util_pct=_float(getattr(util, "gpu", None)),
             mem_util_pct=_float(getattr(util, "memory", None)),
             memory_used_mib=self._memory_used(h),

@@ -1,0 +1,36 @@
+"""Start an inference server, wait until it is healthy, and stop every process it made.
+
+``ServerProcess`` runs one launch (``LaunchSpec``); ``ensure_gpus_idle`` checks the
+GPUs before it; ``reap_leftover`` stops a server a killed tuner left behind. The
+pieces, one job each: ``spec`` (what to run, ports), ``identity`` (who a process
+is), ``procfs`` (fast /proc reads, safe signals), ``tree`` (finding and stopping
+the process tree), ``logfile``/``progress`` (following the log), ``shm``
+(/dev/shm leftovers), ``gpus`` (GPU hygiene), ``registry`` (stop at exit),
+``server`` and ``reap``. See docs/launcher.md.
+"""
+
+from tuner.launcher.gpus import check_gpu_memory_back, ensure_gpus_idle
+from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
+from tuner.launcher.progress import LoadProgress, error_line, parse_progress
+from tuner.launcher.reap import reap_leftover
+from tuner.launcher.registry import stop_all
+from tuner.launcher.server import ServerProcess, StopReport
+from tuner.launcher.spec import LaunchSpec, free_port, parse_visible_devices, port_in_use
+
+__all__ = [
+    "MARKER_ENV",
+    "LaunchSpec",
+    "LoadProgress",
+    "ProcessIdentity",
+    "ServerProcess",
+    "StopReport",
+    "check_gpu_memory_back",
+    "ensure_gpus_idle",
+    "error_line",
+    "free_port",
+    "parse_progress",
+    "parse_visible_devices",
+    "port_in_use",
+    "reap_leftover",
+    "stop_all",
+]

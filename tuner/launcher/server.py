@@ -1,0 +1,564 @@
+"""``ServerProcess``: start one server, wait until it is healthy, stop all of it.
+
+Start: a new session (so Ctrl-C in tuner's terminal does not reach it and its
+whole tree can be found), output appended to the launch's log file, the launch
+marker in its environment, CPU affinity inherited from the spawning thread.
+Wait: poll ``/health`` from a thread while the caller's loop watches the process
+(exit noticed within ~0.1 s) and follows the log for progress. Stop: see
+``tree.py``; then shared memory, then the GPUs' memory. Every step that can fail
+says so in the ``StopReport`` instead of raising, because a stop runs in cleanup
+paths (``finally``, ``except KeyboardInterrupt``, ``atexit``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+import httpx
+import psutil
+
+from tuner.errors import LaunchError
+from tuner.gpu import GpuBackend
+from tuner.launcher import registry
+from tuner.launcher.gpus import check_gpu_memory_back, device_file_holders, memory_snapshot
+from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
+from tuner.launcher.logfile import LogFollower, read_tail
+from tuner.launcher.procfs import describe, environ_has, is_alive, read_stat, send_signal
+from tuner.launcher.progress import LoadProgress, error_line
+from tuner.launcher.shm import SHM_DIR, ShmTracker
+from tuner.launcher.spec import LaunchSpec, port_in_use, port_listeners
+from tuner.launcher.tree import ProcessTree
+
+logger = logging.getLogger("tuner.launcher")
+
+WAIT_STEP_S = 0.1  # how often wait_healthy looks at the process: the exit-detection latency
+
+
+@dataclass(frozen=True)
+class StopReport:
+    """How a stop went. ``clean`` means ``problems`` is empty: every process exited on
+    SIGTERM within the stop timeout, none survived, no shared memory was left behind
+    and the GPUs' memory came back (or was not checked: ``gpu_memory_ok`` None)."""
+
+    clean: bool
+    exit_code: int | None
+    sigkilled: tuple[int, ...]
+    survivors: tuple[int, ...]
+    shm_removed: tuple[str, ...]
+    gpu_memory_ok: bool | None
+    seconds: float
+    problems: tuple[str, ...]
+
+    def summary(self) -> str:
+        """One line for a console or a log."""
+        head = f"stopped in {self.seconds:.1f} s"
+        if self.exit_code is not None:
+            head += f" (exit code {self.exit_code})"
+        return head + (": clean" if self.clean else ": " + "; ".join(self.problems))
+
+
+class ServerProcess:
+    """One launch of the server described by a LaunchSpec. Not reusable: one start.
+
+    Use as a context manager so it is stopped whatever happens::
+
+        with ServerProcess(spec, gpu=gpu) as server:
+            identity = server.start()      # record it before waiting
+            seconds = server.wait_healthy(on_progress=show)
+            ...
+        report = server.stop()             # idempotent: the report of the first stop
+    """
+
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        *,
+        gpu: GpuBackend | None = None,
+        shm_dir: Path = SHM_DIR,
+        health_poll_s: float = 0.25,
+        track_interval_s: float = 1.0,
+    ) -> None:
+        self.spec = spec
+        self.gpu = gpu
+        self.marker = uuid.uuid4().hex
+        self.health_poll_s = health_poll_s
+        self.track_interval_s = track_interval_s
+        self._shm = ShmTracker(shm_dir)
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._identity: ProcessIdentity | None = None
+        self._tree: ProcessTree | None = None
+        self._gpu_baseline: dict[int, float] = {}
+        self._started_at = 0.0
+        self._log_offset = 0
+        self._report: StopReport | None = None
+        self._lock = threading.RLock()
+        self._watch_stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._extra_killed: list[int] = []
+
+    # -- facts -----------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen is not None else None
+
+    @property
+    def identity(self) -> ProcessIdentity | None:
+        return self._identity
+
+    @property
+    def log_path(self) -> Path:
+        return self.spec.log_path
+
+    @property
+    def url(self) -> str:
+        """The server's base URL, e.g. http://127.0.0.1:8000."""
+        return self.spec.health_url[: -len(self.spec.health_path)]
+
+    def exit_code(self) -> int | None:
+        """The leader's exit status (negative: killed by that signal); None while it runs.
+
+        Read with WNOWAIT: the leader stays a zombie until stop() reaps it, so its pid
+        (which is also its session and group id) cannot be recycled meanwhile.
+        """
+        popen = self._popen
+        if popen is None:
+            return None
+        if popen.returncode is not None:
+            return popen.returncode
+        try:
+            info = os.waitid(os.P_PID, popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return popen.poll()
+        if info is None:
+            return None
+        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+    def is_running(self) -> bool:
+        """Started, not stopped, and the leader has not exited."""
+        return self._popen is not None and self._report is None and self.exit_code() is None
+
+    def log_tail(self, lines: int = 50) -> str:
+        """The last lines of the log file, read from its end."""
+        return read_tail(self.spec.log_path, lines)
+
+    # -- start -----------------------------------------------------------------------
+
+    def start(self) -> ProcessIdentity:
+        """Start the server and return at once with its identity (store it, then wait)."""
+        with self._lock:
+            if self._popen is not None or self._report is not None:
+                raise RuntimeError("a ServerProcess starts once; make a new one")
+            spec = self.spec
+            if port_in_use(spec.host, spec.port):
+                holders = ", ".join(describe(pid) for pid in port_listeners(spec.port))
+                raise LaunchError(
+                    f"port {spec.port} on {spec.host} is already in use"
+                    + (f" by {holders}" if holders else "")
+                    + ": stop that server or use port: auto"
+                )
+            self._shm.snapshot()
+            self._gpu_baseline = memory_snapshot(self.gpu, spec.gpu_devices)
+            env = spec.child_env()
+            env[MARKER_ENV] = self.marker
+            spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(spec.log_path, "ab") as log:
+                log.write(self._header().encode())
+                log.flush()
+                self._log_offset = log.tell()
+                self._started_at = time.monotonic()
+                popen = self._spawn(env, log)
+            # From here on the process exists: make it stoppable before anything else.
+            self._popen = popen
+            stat = read_stat(popen.pid)  # our unreaped child: readable even if it exited
+            self._tree = ProcessTree(
+                leader=popen.pid,
+                leader_ticks=stat.start_ticks if stat else None,
+                session=popen.pid,  # start_new_session: session id == group id == pid
+                marker=self.marker,
+            )
+            registry.register(self)
+            registry.install_signal_handlers()
+            self._identity = self._capture_identity()
+            self._check_affinity()
+            self._watcher = threading.Thread(
+                target=self._watch, name=f"tuner-watch-{popen.pid}", daemon=True
+            )
+            self._watcher.start()
+            logger.info("started server pid %d: %s", popen.pid, shlex.join(spec.argv))
+            return self._identity
+
+    def _capture_identity(self) -> ProcessIdentity:
+        assert self._popen is not None
+        pid = self._popen.pid
+        try:
+            return ProcessIdentity.capture(pid, marker=self.marker, argv=self.spec.argv)
+        except psutil.Error:
+            # Cannot happen for an unreaped child, but a start must not fail on it.
+            return ProcessIdentity(
+                pid=pid, pgid=pid, create_time=time.time(), cmdline=tuple(self.spec.argv),
+                hostname=socket.gethostname(), marker=self.marker,
+            )  # fmt: skip
+
+    def _header(self) -> str:
+        spec = self.spec
+        when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        lines = [f"# tuner: launch {self.marker} at {when}", f"# argv: {shlex.join(spec.argv)}"]
+        if spec.env:
+            # Names only: a fixed server env may hold tokens; the values are in the study.
+            lines.append(f"# env set: {' '.join(sorted(spec.env))}")
+        if spec.unset:
+            lines.append(f"# env unset: {' '.join(sorted(spec.unset))}")
+        return "\n".join(lines) + "\n"
+
+    def _spawn(self, env: dict[str, str], log: BinaryIO) -> subprocess.Popen[bytes]:
+        spec = self.spec
+        saved: set[int] | None = None
+        if spec.cpus:
+            # Affinity without a shell and without preexec_fn (unsafe with threads): a
+            # child inherits the mask of the thread that forks it, so pin this thread
+            # around the fork only. On Linux, pid 0 here means the calling thread.
+            saved = os.sched_getaffinity(0)
+            try:
+                os.sched_setaffinity(0, spec.cpus)
+            except OSError as exc:
+                raise LaunchError(
+                    f"cannot pin the server to CPUs {spec.cpus}: {exc.strerror}; "
+                    f"this process may use CPUs {sorted(saved)}"
+                ) from exc
+        try:
+            return subprocess.Popen(
+                spec.argv,
+                env=env,
+                cwd=spec.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except FileNotFoundError as exc:
+            missing = exc.filename or spec.argv[0]
+            raise LaunchError(f"cannot start the server: {missing}: no such file") from exc
+        except PermissionError as exc:
+            raise LaunchError(
+                f"cannot start the server: {spec.argv[0]}: permission denied"
+            ) from exc
+        except OSError as exc:
+            raise LaunchError(f"cannot start the server: {exc}") from exc
+        finally:
+            if saved is not None:
+                os.sched_setaffinity(0, saved)
+
+    def _check_affinity(self) -> None:
+        if not self.spec.cpus or self._popen is None:
+            return
+        try:
+            proc = psutil.Process(self._popen.pid)
+            if set(proc.cpu_affinity() or ()) != set(self.spec.cpus):
+                proc.cpu_affinity(list(self.spec.cpus))
+        except psutil.Error:
+            pass  # already gone: wait_healthy will say why
+
+    def _watch(self) -> None:
+        # Keep the tree up to date while the server runs, so a process that later
+        # leaves it (parent died, setsid) is still known at stop time.
+        assert self._tree is not None
+        rounds = 0
+        while not self._watch_stop.wait(self.track_interval_s):
+            try:
+                members = self._tree.refresh()
+                if rounds % 5 == 0:
+                    self._shm.observe(members)
+            except Exception:  # noqa: BLE001 - a scan must not kill the watcher
+                logger.debug("process tree scan failed", exc_info=True)
+            rounds += 1
+
+    # -- wait ------------------------------------------------------------------------
+
+    def wait_healthy(
+        self,
+        *,
+        on_progress: Callable[[LoadProgress], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> float:
+        """Block until GET health_url answers 200; return seconds since start().
+
+        Raises LaunchError if the server exits first (at once, with its exit code,
+        the most telling log line and the log tail), if ``cancel`` is set, or after
+        ``startup_timeout_s``. The caller stops the server in every case.
+        """
+        if self._popen is None:
+            raise RuntimeError("wait_healthy() before start()")
+        spec = self.spec
+        follower = LogFollower(spec.log_path, start_offset=self._log_offset)
+        healthy = threading.Event()
+        stop_probe = threading.Event()
+        prober = threading.Thread(
+            target=self._probe, args=(healthy, stop_probe), name="tuner-health", daemon=True
+        )
+        prober.start()
+        deadline = self._started_at + spec.startup_timeout_s
+        try:
+            while True:
+                code = self.exit_code()
+                if code is not None:
+                    raise self._early_exit_error(code)
+                state = follower.poll()
+                if state is not None and on_progress is not None:
+                    on_progress(state)
+                if healthy.is_set():
+                    self._warn_if_port_not_ours()
+                    return time.monotonic() - self._started_at
+                if cancel is not None and cancel.is_set():
+                    raise LaunchError(
+                        "startup cancelled before the server was healthy",
+                        log_tail=self.log_tail(),
+                    )
+                if time.monotonic() >= deadline:
+                    last = follower.last.line if follower.last else "(nothing)"
+                    raise LaunchError(
+                        f"server not healthy after {spec.startup_timeout_s:g} s "
+                        f"(startup_timeout_s); last log line: {last}",
+                        log_tail=self.log_tail(),
+                    )
+                healthy.wait(WAIT_STEP_S)
+        finally:
+            stop_probe.set()
+            prober.join(timeout=0.5)  # daemon: if a request is in flight, let it end alone
+
+    def _probe(self, healthy: threading.Event, stop: threading.Event) -> None:
+        url = self.spec.health_url
+        # trust_env=False: an HTTP(S)_PROXY of the operator must not proxy 127.0.0.1.
+        timeout = httpx.Timeout(2.0, connect=0.5)
+        with httpx.Client(timeout=timeout, trust_env=False) as client:
+            while not stop.is_set():
+                try:
+                    if client.get(url).status_code == 200:
+                        healthy.set()
+                        return
+                except httpx.HTTPError:
+                    pass
+                stop.wait(self.health_poll_s)
+
+    def _early_exit_error(self, code: int) -> LaunchError:
+        tail = self.log_tail()
+        line = error_line(_without_tuner_lines(tail))
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            reason = f"server was killed by {name} before it was healthy"
+            if -code == signal.SIGKILL:
+                reason += " (out of host memory?)"
+        else:
+            reason = f"server exited with code {code} before it was healthy"
+        if line:
+            reason += f": {line}"
+        return LaunchError(reason, exit_code=code, log_tail=tail)
+
+    def _warn_if_port_not_ours(self) -> None:
+        # Best effort: a stranger on the port would be benchmarked instead of our
+        # server. Only a warning: a server run through a proxy (docker) is legitimate.
+        if self._tree is None:
+            return
+        port = self.spec.port
+        members = self._tree.refresh()
+        for pid in members:
+            try:
+                conns = psutil.Process(pid).net_connections(kind="tcp")
+            except psutil.Error:
+                return  # cannot tell
+            if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns):
+                return
+        holders = ", ".join(describe(pid) for pid in port_listeners(port)) or "another process"
+        logger.warning(
+            "%s answers, but no process of this launch listens on port %d (%s does)",
+            self.spec.health_url,
+            port,
+            holders,
+        )
+
+    # -- stop ------------------------------------------------------------------------
+
+    def stop(self) -> StopReport:
+        """Stop the whole tree, clean /dev/shm, check the GPUs; idempotent.
+
+        Safe from ``except KeyboardInterrupt`` and ``finally``. A second Ctrl-C
+        during the graceful wait kills everything at once; the KeyboardInterrupt is
+        re-raised after the cleanup (the report is kept: stop() again returns it).
+        """
+        with self._lock:
+            if self._report is not None:
+                return self._report
+            if self._popen is None or self._tree is None:
+                self._report = StopReport(
+                    clean=True, exit_code=None, sigkilled=(), survivors=(), shm_removed=(),
+                    gpu_memory_ok=None, seconds=0.0, problems=(),
+                )  # fmt: skip
+                return self._report
+            return self._stop(self._tree)
+
+    def _stop(self, tree: ProcessTree) -> StopReport:
+        spec = self.spec
+        started = time.monotonic()
+        pending: BaseException | None = None
+        try:
+            self._watch_stop.set()
+            if self._watcher is not None:
+                self._watcher.join(timeout=5)
+            self._shm.observe(tree.refresh(deep=True))
+        except Exception:  # noqa: BLE001 - observation is a bonus, the stop must go on
+            logger.debug("shm observation failed", exc_info=True)
+        except BaseException as exc:  # Ctrl-C already: no graceful wait, kill at once
+            pending = exc
+        timeout_s = 0.0 if pending is not None else spec.stop_timeout_s
+        result = tree.terminate(timeout_s=timeout_s, kill_wait_s=spec.kill_wait_s)
+        pending = pending or result.interrupted
+        problems: list[str] = []
+        if result.sigkilled:
+            names = ", ".join(result.names.get(p, f"pid {p}") for p in result.sigkilled)
+            why = (
+                "the stop was interrupted, so they were killed at once"
+                if pending is not None
+                else f"they were still running {spec.stop_timeout_s:g} s after SIGTERM"
+            )
+            count = len(result.sigkilled)
+            problems.append(f"{count} process(es) killed with SIGKILL ({why}): {names}")
+        if result.survivors:
+            names = ", ".join(result.names.get(p, f"pid {p}") for p in result.survivors)
+            problems.append(
+                f"{len(result.survivors)} process(es) still exist {spec.kill_wait_s:g} s "
+                f"after SIGKILL: {names}"
+            )
+        try:
+            removed, shm_problems = self._shm.cleanup()
+        except Exception as exc:  # noqa: BLE001
+            removed, shm_problems = [], [f"could not clean /dev/shm: {exc}"]
+        if removed:
+            problems.append(
+                f"removed {len(removed)} shared-memory file(s) the server left behind: "
+                + ", ".join(removed)
+            )
+        problems.extend(shm_problems)
+        gpu_ok: bool | None = None
+        if pending is None:
+            try:
+                gpu_ok, gpu_problems = check_gpu_memory_back(
+                    self.gpu,
+                    self._gpu_baseline,
+                    tolerance_mib=spec.gpu_memory_tolerance_mib,
+                    timeout_s=spec.gpu_release_timeout_s,
+                    second_pass=self._second_pass,
+                )
+            except Exception as exc:  # noqa: BLE001 - a stop reports, it does not raise
+                gpu_ok, gpu_problems = False, [f"the GPU memory check failed: {exc}"]
+            except BaseException as exc:  # Ctrl-C here: report, re-raise after cleanup
+                pending = exc
+                gpu_problems = ["the GPU memory check was interrupted"]
+            problems.extend(gpu_problems)
+        exit_code = self._reap_leader()
+        tree.session = None  # the leader's pid is released: its number is no longer ours
+        report = StopReport(
+            clean=not problems,
+            exit_code=exit_code,
+            sigkilled=tuple(result.sigkilled) + tuple(self._extra_killed),
+            survivors=result.survivors,
+            shm_removed=tuple(removed),
+            gpu_memory_ok=gpu_ok,
+            seconds=time.monotonic() - started,
+            problems=tuple(problems),
+        )
+        self._report = report
+        registry.unregister(self)
+        self._append_footer(report)
+        log = logger.info if report.clean else logger.warning
+        log("server pid %s %s", self.pid, report.summary())
+        if pending is not None:
+            raise pending
+        return report
+
+    def _reap_leader(self) -> int | None:
+        popen = self._popen
+        assert popen is not None
+        if self.exit_code() is None:
+            return None  # survived SIGKILL (stuck in the kernel): do not block on it
+        try:
+            popen.wait(timeout=self.spec.kill_wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+        return popen.returncode
+
+    def _second_pass(self, gpus: list[int]) -> list[str]:
+        """Kill processes of this launch still holding the GPUs but missed by the tree
+        (from NVML and from holders of /dev/nvidia*); never anyone else's."""
+        tree, leader = self._tree, self._popen
+        if tree is None or leader is None or self.gpu is None:
+            return []
+        candidates: set[int] = set()
+        for index in gpus:
+            candidates.update(p.pid for p in self.gpu.compute_processes(index))
+        candidates |= device_file_holders(tree.leader_ticks or 0)
+        ours: dict[int, int] = {}
+        for pid in candidates:
+            stat = read_stat(pid)
+            if stat is None or stat.dead:
+                continue
+            # The leader is not reaped yet, so its session id cannot be someone else's.
+            if stat.session == leader.pid or environ_has(pid, MARKER_ENV, self.marker):
+                ours[pid] = stat.start_ticks
+        if not ours:
+            return []
+        names = {pid: describe(pid) for pid in ours}
+        killed = [pid for pid, ticks in ours.items() if send_signal(pid, ticks, signal.SIGKILL)]
+        deadline = time.monotonic() + self.spec.kill_wait_s
+        while time.monotonic() < deadline and any(is_alive(p, t) for p, t in ours.items()):
+            time.sleep(0.05)
+        self._extra_killed.extend(killed)
+        return [
+            f"a second pass killed {len(killed)} process(es) of this launch that still "
+            f"held the GPUs: {', '.join(names[p] for p in killed)}"
+        ] if killed else []  # fmt: skip
+
+    def _append_footer(self, report: StopReport) -> None:
+        try:
+            with open(self.spec.log_path, "a") as log:
+                log.write(f"\n# tuner: {report.summary()}\n")
+        except OSError:
+            pass
+
+    # -- context manager -------------------------------------------------------------
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+_OWN_LINES = ("# tuner:", "# argv:", "# env set:", "# env unset:")
+
+
+def _without_tuner_lines(tail: str) -> str:
+    """The tail without the lines tuner itself wrote around the server's output."""
+    return "\n".join(line for line in tail.splitlines() if not line.startswith(_OWN_LINES))

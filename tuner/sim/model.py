@@ -1,0 +1,271 @@
+"""The simulator's speed model: pure functions from (profile, settings, batch) to seconds.
+
+A decode step's noise-free duration is the profile's calibrated step time at that batch size
+(interpolated between calibration points), split into compute and all-reduce parts; the
+all-reduce part is nudged by NCCL settings (clamped so NCCL moves a whole step by at most
+-1.5%..+2%), and the whole step by the compilation level and by interaction bonuses. The engine
+multiplies this by the per-launch speed factor, per-step noise and ``--time-scale``;
+:func:`expected_output_throughput` gives the noise-free truth tests compare against.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tuner.sim.nccl import PROTOCOL_NAMES, NcclEnv
+from tuner.sim.profiles import GIB, Profile, ThroughputTable, get_profile
+from tuner.sim.settings import SimSettings
+
+# NCCL's effect on a whole step is clamped to this band: on this PCIe box tuning NCCL is
+# worth 1-2% at best (calibration.yaml: the tuned 81.9 tok/s is within noise of 81.4).
+NCCL_STEP_EFFECT_MIN = -0.015
+NCCL_STEP_EFFECT_MAX = 0.02
+
+
+def effective_tp(profile: Profile, settings: SimSettings) -> int:
+    return settings.tensor_parallel_size or profile.default_tp
+
+
+def effective_max_num_seqs(profile: Profile, settings: SimSettings) -> int:
+    return settings.max_num_seqs or profile.default_max_num_seqs
+
+
+def effective_max_num_batched_tokens(profile: Profile, settings: SimSettings) -> int:
+    return settings.max_num_batched_tokens or profile.default_max_num_batched_tokens
+
+
+def effective_max_model_len(profile: Profile, settings: SimSettings) -> int:
+    return settings.max_model_len or profile.max_model_len
+
+
+def compilation_level(settings: SimSettings) -> int:
+    return 3 if settings.compilation_level is None else settings.compilation_level
+
+
+def features(settings: SimSettings) -> dict[str, str]:
+    """Canonical strings for the settings the speed model looks at (bonus conditions use them)."""
+    nccl = settings.nccl
+    algos = nccl.allreduce_algos()
+    protos = nccl.allreduce_protos()
+
+    def num(value: int | None) -> str:
+        return "auto" if value is None else str(value)
+
+    return {
+        "allreduce_algo": "auto" if algos is None else ",".join(sorted(algos)),
+        "allreduce_proto": (
+            "auto" if protos is None else ",".join(sorted(PROTOCOL_NAMES[p] for p in protos))
+        ),
+        "min_nchannels": num(nccl.min_nchannels),
+        "max_nchannels": num(nccl.max_nchannels),
+        "buffsize": num(nccl.buffsize),
+        "nthreads": num(nccl.nthreads),
+        "cuda_device_max_connections": num(nccl.cuda_device_max_connections),
+        "compilation_level": str(compilation_level(settings)),
+        "enforce_eager": str(settings.enforce_eager).lower(),
+        "custom_all_reduce": "off" if settings.disable_custom_all_reduce else "on",
+    }
+
+
+def table_for(profile: Profile, tp: int, expert_parallel: bool) -> ThroughputTable:
+    """The calibration table for this TP (and EP) if there is one, else the default-TP table."""
+    for table in profile.tables:
+        if table.tensor_parallel_size == tp and table.expert_parallel == expert_parallel:
+            return table
+    for table in profile.tables:
+        if table.tensor_parallel_size == tp:
+            return table
+    for table in profile.tables:
+        if table.tensor_parallel_size == profile.default_tp:
+            return table
+    return profile.tables[0]
+
+
+def table_step_time(table: ThroughputTable, batch: int) -> float:
+    """Seconds per decode step at ``batch``: linear in batch between calibration points."""
+    pts = [(b, b / tok_s) for b, tok_s in table.points]
+    if batch <= pts[0][0]:
+        return pts[0][1]
+    for (b0, t0), (b1, t1) in zip(pts, pts[1:], strict=False):
+        if batch <= b1:
+            return t0 + (t1 - t0) * (batch - b0) / (b1 - b0)
+    (b0, t0), (b1, t1) = pts[-2], pts[-1]
+    return t1 + max(0.0, (t1 - t0) / (b1 - b0)) * (batch - b1)
+
+
+def _comm_scale(tp: int) -> float:
+    """Relative all-reduce cost at ``tp`` ranks: ring traffic (tp-1)/tp plus hop latency."""
+    if tp <= 1:
+        return 0.0
+    return (tp - 1) / tp * (1.0 + 0.1 * math.log2(tp))
+
+
+def _small_weight(batch: int) -> float:
+    """1 at batch 1, falling off by batch ~32: small all-reduce messages are latency-bound."""
+    return 1.0 / (1.0 + batch / 32.0)
+
+
+def _select(table: tuple[tuple[int, float], ...], value: int) -> float:
+    """The delta of the first (upper bound, delta) row whose bound is >= value."""
+    for bound, delta in table:
+        if value <= bound:
+            return delta
+    return table[-1][1]
+
+
+_PROTO_DELTA = {  # relative change of all-reduce time: (small messages, large messages)
+    "ll": (-0.006, 0.03),  # lowest latency; halves bandwidth on large messages
+    "ll128": (-0.004, -0.003),
+    "simple": (0.025, -0.002),  # high latency, best bandwidth
+}
+_ALGO_DELTA = {"tree": 0.015, "ring": 0.0}  # on a single PCIe node, tree is a slow chain
+_MAX_CH = ((1, 0.04), (2, 0.012), (4, 0.004), (8, 0.0), (16, -0.003), (64, -0.001))
+_NTHREADS = ((64, 0.006), (128, 0.003), (256, 0.001), (448, 0.002), (512, 0.0))
+
+
+def nccl_comm_factor(nccl: NcclEnv, batch: int) -> float:
+    """Multiplier on all-reduce time from the NCCL/CUDA variables (1.0 when all unset)."""
+    ws = _small_weight(batch)
+    delta = 0.0
+    protos = nccl.allreduce_protos()
+    if protos:
+        # One protocol forced: its full effect. A list: NCCL still chooses among them, so
+        # only half the members' mean effect is felt.
+        deltas = [ws * _PROTO_DELTA[p][0] + (1 - ws) * _PROTO_DELTA[p][1] for p in protos]
+        delta += deltas[0] if len(deltas) == 1 else 0.5 * sum(deltas) / len(deltas)
+    algos = nccl.allreduce_algos()
+    if algos:
+        usable = [_ALGO_DELTA[a] for a in algos if a in _ALGO_DELTA]
+        if usable:
+            delta += min(usable)  # NCCL picks the better of the allowed algorithms
+    if nccl.max_nchannels is not None:
+        delta += _select(_MAX_CH, nccl.max_nchannels)
+    if nccl.min_nchannels is not None and nccl.min_nchannels >= 16:
+        delta += 0.004  # forcing many channels adds launch overhead to small messages
+    if nccl.buffsize is not None:
+        mib = nccl.buffsize / 2**20
+        if mib < 1:
+            delta += 0.008
+        elif mib < 4:
+            delta += 0.002
+        elif mib > 64:
+            delta += 0.001
+        elif mib > 4:
+            delta -= 0.0015
+    if nccl.nthreads is not None:
+        delta += _select(_NTHREADS, nccl.nthreads)
+    if nccl.cuda_device_max_connections is not None:
+        delta += -0.0015 if nccl.cuda_device_max_connections == 1 else 0.001
+    return 1.0 + delta
+
+
+def compilation_factor(settings: SimSettings, batch: int) -> float:
+    """Multiplier on step time: eager mode pays CPU launch overhead, worst at small batch."""
+    level = compilation_level(settings)
+    if settings.enforce_eager or level == 0:
+        ws = _small_weight(batch)
+        return 1.0 + 0.333 * ws + 0.08 * (1 - ws)  # ~25% fewer tok/s at batch 1
+    return {1: 1.04, 2: 1.01}.get(level, 1.0)
+
+
+def bonus_factor(profile: Profile, settings: SimSettings) -> float:
+    """Throughput multiplier from interaction bonuses whose conditions all hold."""
+    feats = features(settings)
+    factor = 1.0
+    for bonus in profile.bonuses:
+        if all(feats.get(key) == value for key, value in bonus.conditions):
+            factor *= bonus.speedup
+    return factor
+
+
+def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) -> float:
+    """Noise-free seconds of one decode step with ``batch`` running requests (before the
+    per-launch speed factor and ``--time-scale``)."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    st = settings or SimSettings()
+    batch = max(1, batch)
+    tp = effective_tp(prof, st)
+    table = table_for(prof, tp, st.enable_expert_parallel)
+    ref_tp = table.tensor_parallel_size
+    total = table_step_time(table, batch)
+    share = prof.comm_share
+    compute = total * (1.0 - share if ref_tp > 1 else 1.0) * (ref_tp / tp) ** 0.85
+    comm = total * share * _comm_scale(tp) / _comm_scale(max(ref_tp, 2))
+    if comm > 0:
+        sens = prof.sensitivity
+        nccl = 1.0 + sens.nccl * (nccl_comm_factor(st.nccl, batch) - 1.0)
+        ratio = comm / (compute + comm)
+        lo = 1.0 + NCCL_STEP_EFFECT_MIN / ratio
+        hi = 1.0 + NCCL_STEP_EFFECT_MAX / ratio
+        comm *= min(hi, max(lo, nccl))
+        if st.disable_custom_all_reduce:
+            comm *= 1.0 + sens.custom_all_reduce * 0.05 * _small_weight(batch)
+    compile_f = 1.0 + prof.sensitivity.compilation * (compilation_factor(st, batch) - 1.0)
+    return (compute + comm) * compile_f / bonus_factor(prof, st)
+
+
+def prefill_time(profile: Profile, settings: SimSettings, tokens: int) -> float:
+    """Extra step seconds to prefill ``tokens`` prompt tokens (compute-bound, scales with TP)."""
+    if tokens <= 0:
+        return 0.0
+    tp = effective_tp(profile, settings)
+    ref_tp = table_for(profile, tp, settings.enable_expert_parallel).tensor_parallel_size
+    return tokens * profile.prefill_s_per_token * (ref_tp / tp) ** 0.85
+
+
+def kv_cache_bytes_per_token_per_gpu(profile: Profile, tp: int) -> float:
+    if profile.num_kv_heads is None:  # MLA: every rank holds the whole latent cache
+        return float(profile.kv_bytes_per_token)
+    return profile.kv_bytes_per_token / min(tp, profile.num_kv_heads)
+
+
+def free_memory_gib(profile: Profile, settings: SimSettings) -> float:
+    """GiB per GPU left for the KV cache after weights and activations (negative: OOM)."""
+    tp = effective_tp(profile, settings)
+    budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
+    return budget - profile.weights_gib / tp - profile.activation_gib
+
+
+def kv_capacity_tokens(profile: Profile, settings: SimSettings) -> int:
+    """How many tokens of KV cache fit (the ``GPU KV cache size`` vLLM logs)."""
+    free = free_memory_gib(profile, settings)
+    if free <= 0:
+        return 0
+    tp = effective_tp(profile, settings)
+    return int(free * GIB / kv_cache_bytes_per_token_per_gpu(profile, tp))
+
+
+def expected_output_throughput(
+    profile: Profile | str,
+    settings: SimSettings | None = None,
+    concurrency: int = 1,
+    *,
+    prompt_tokens: int = 0,
+    output_tokens: int = 512,
+    time_scale: float = 1.0,
+) -> float:
+    """Noise-free steady-state total output tok/s with ``concurrency`` closed-loop streams.
+
+    Each stream runs requests of ``output_tokens`` back to back; at most ``--max-num-seqs`` run
+    at once. Over ``output_tokens`` steps every running request is prefilled once, which adds
+    its prefill time to one step. Ignores client overhead, prefix-cache hits and KV-cache
+    preemption. Divide-by-``time_scale`` gives what a sim started with ``--time-scale`` shows.
+    """
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    st = settings or SimSettings()
+    if concurrency <= 0 or output_tokens <= 0:
+        return 0.0
+    batch = min(concurrency, effective_max_num_seqs(prof, st))
+    period = output_tokens * step_time(prof, st, batch) + batch * prefill_time(
+        prof, st, prompt_tokens
+    )
+    return batch * output_tokens / period / time_scale
+
+
+def relative_speed(profile: Profile | str, settings: SimSettings, concurrency: int = 1) -> float:
+    """Throughput with ``settings`` over throughput with every knob at its default."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    base = SimSettings(profile=prof.name)
+    return expected_output_throughput(prof, settings, concurrency) / expected_output_throughput(
+        prof, base, concurrency
+    )

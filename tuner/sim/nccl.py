@@ -1,0 +1,271 @@
+"""Parse NCCL's environment variables the way NCCL does, so bad values fail like the real stack.
+
+Only the variables the tuner sweeps are modelled: ``NCCL_ALGO`` / ``NCCL_PROTO`` (lists with
+``^`` exclusion and the per-collective form of NCCL 2.24+), the channel counts, ``NCCL_BUFFSIZE``,
+``NCCL_NTHREADS`` and ``CUDA_DEVICE_MAX_CONNECTIONS``. Parsing is pure: it returns values or
+raises :class:`NcclEnvError` carrying the NCCL-like warning text; the caller decides when (which
+startup phase) the failure surfaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ALGORITHMS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+PROTOCOLS = ("ll", "ll128", "simple")
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+# NCCL's spelling of collective names; the per-collective syntax matches them case-insensitively.
+FUNCTIONS = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+FUNCTION_NAMES = {
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "allreduce": "AllReduce",
+}
+# Which algorithms each collective implements at all (NCCL 2.2x); PAT and the CollNet/NVLS
+# families also need hardware this PCIe box lacks, see AVAILABLE_ON_PCIE.
+SUPPORTED = {
+    "broadcast": frozenset({"ring"}),
+    "reduce": frozenset({"ring"}),
+    "allgather": frozenset({"ring", "collnetdirect", "nvls", "pat"}),
+    "reducescatter": frozenset({"ring", "collnetdirect", "nvls", "pat"}),
+    "allreduce": frozenset(
+        {"ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree"}
+    ),
+}
+AVAILABLE_ON_PCIE = frozenset({"ring", "tree"})
+# The collectives vLLM issues while serving a tensor-parallel model.
+USED_BY_VLLM = ("allreduce", "allgather")
+
+ENV_VARS = (
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_BUFFSIZE",
+    "NCCL_NTHREADS",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+)
+
+
+class NcclEnvError(ValueError):
+    """An NCCL variable NCCL itself would reject; ``warn`` is the text after ``NCCL WARN``."""
+
+    def __init__(self, warn: str) -> None:
+        super().__init__(warn)
+        self.warn = warn
+
+
+@dataclass(frozen=True)
+class SelectionList:
+    """A parsed NCCL_ALGO or NCCL_PROTO value.
+
+    ``default`` is the set applying to collectives not named (None: NCCL's own choice);
+    ``per_function`` holds the sets of named collectives; ``bare`` is True when the value had
+    an unprefixed segment (``Ring`` rather than ``allreduce:ring``).
+    """
+
+    raw: str
+    default: frozenset[str] | None
+    per_function: tuple[tuple[str, frozenset[str]], ...]
+    bare: bool
+
+    def for_function(self, function: str) -> frozenset[str] | None:
+        for name, values in self.per_function:
+            if name == function:
+                return values
+        return self.default
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "raw": self.raw,
+            "default": sorted(self.default) if self.default is not None else None,
+            "per_function": {name: sorted(values) for name, values in self.per_function},
+            "bare": self.bare,
+        }
+
+
+def parse_selection(var: str, raw: str, universe: tuple[str, ...]) -> SelectionList:
+    """Parse ``NCCL_ALGO`` / ``NCCL_PROTO`` text.
+
+    Real NCCL separates collectives with ``;`` (``ring;allreduce:tree``); a comma-separated
+    ``allreduce:ring,allgather:ring`` is accepted too (a token with ``:`` opens a new group),
+    because hand-written space files use it.
+    """
+    text = raw.strip()
+    if not text:
+        raise NcclEnvError(f'Invalid {var} "{raw}": empty value')
+    groups: list[tuple[str | None, list[str]]] = []
+    for segment in text.split(";"):
+        current: tuple[str | None, list[str]] | None = None
+        for token in (t.strip() for t in segment.split(",")):
+            if not token:
+                continue
+            if ":" in token:
+                func, _, first = token.partition(":")
+                func = func.strip().lower()
+                if func not in FUNCTIONS:
+                    raise NcclEnvError(f'Invalid {var} "{raw}": unknown collective "{func}"')
+                current = (func, [first.strip()] if first.strip() else [])
+                groups.append(current)
+            else:
+                if current is None:
+                    current = (None, [])
+                    groups.append(current)
+                current[1].append(token)
+    default: frozenset[str] | None = None
+    per_function: dict[str, frozenset[str]] = {}
+    bare = False
+    for group, tokens in groups:
+        values = _resolve_tokens(var, raw, tokens, universe)
+        if group is None:
+            bare = True
+            default = values
+        else:
+            per_function[group] = values
+    return SelectionList(raw, default, tuple(sorted(per_function.items())), bare)
+
+
+def _resolve_tokens(
+    var: str, raw: str, tokens: list[str], universe: tuple[str, ...]
+) -> frozenset[str]:
+    """Turn ``["^tree"]`` or ``["Ring", "LL"]`` into a set, rejecting unknown names."""
+    if not tokens:
+        raise NcclEnvError(f'Invalid {var} "{raw}": empty list')
+    exclude = tokens[0].startswith("^")
+    names = [tokens[0][1:] if exclude else tokens[0], *tokens[1:]]
+    chosen: set[str] = set()
+    for name in names:
+        key = name.strip().lower()
+        if key not in universe:
+            raise NcclEnvError(f'Invalid {var} "{raw}": unknown value "{name.strip()}"')
+        chosen.add(key)
+    return frozenset(universe) - chosen if exclude else frozenset(chosen)
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """The NCCL and CUDA variables after parsing; None means unset (NCCL's default)."""
+
+    algo: SelectionList | None = None
+    proto: SelectionList | None = None
+    min_nchannels: int | None = None
+    max_nchannels: int | None = None
+    buffsize: int | None = None
+    nthreads: int | None = None
+    cuda_device_max_connections: int | None = None
+
+    def allreduce_algos(self) -> frozenset[str] | None:
+        return self.algo.for_function("allreduce") if self.algo else None
+
+    def allreduce_protos(self) -> frozenset[str] | None:
+        return self.proto.for_function("allreduce") if self.proto else None
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "algo": self.algo.as_json() if self.algo else None,
+            "proto": self.proto.as_json() if self.proto else None,
+            "min_nchannels": self.min_nchannels,
+            "max_nchannels": self.max_nchannels,
+            "buffsize": self.buffsize,
+            "nthreads": self.nthreads,
+            "cuda_device_max_connections": self.cuda_device_max_connections,
+        }
+
+
+def _int_var(env: Mapping[str, str], var: str) -> int | None:
+    raw = env.get(var)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return int(raw.strip(), 0)
+    except ValueError:
+        raise NcclEnvError(f'Invalid {var} "{raw}": not an integer') from None
+
+
+def parse_nccl_env(env: Mapping[str, str]) -> tuple[NcclEnv, list[str]]:
+    """Parse and validate; returns the values and warnings, or raises :class:`NcclEnvError`.
+
+    Stricter than real NCCL on purpose where the design asks for it: non-numeric channel counts,
+    MIN > MAX and NTHREADS outside 64..512 (multiples of 64) are fatal here rather than
+    "using default", so a sweep sees a failed launch it must record.
+    """
+    warnings: list[str] = []
+    algo = proto = None
+    if env.get("NCCL_ALGO") is not None:
+        algo = parse_selection("NCCL_ALGO", env["NCCL_ALGO"], ALGORITHMS)
+    if env.get("NCCL_PROTO") is not None:
+        proto = parse_selection("NCCL_PROTO", env["NCCL_PROTO"], PROTOCOLS)
+    min_ch = _int_var(env, "NCCL_MIN_NCHANNELS")
+    max_ch = _int_var(env, "NCCL_MAX_NCHANNELS")
+    for var, value in (("NCCL_MIN_NCHANNELS", min_ch), ("NCCL_MAX_NCHANNELS", max_ch)):
+        if value is not None and not 1 <= value <= 64:
+            raise NcclEnvError(f'Invalid {var} "{value}": must be between 1 and 64')
+    if min_ch is not None and max_ch is not None and min_ch > max_ch:
+        raise NcclEnvError(
+            f"NCCL_MIN_NCHANNELS ({min_ch}) is larger than NCCL_MAX_NCHANNELS ({max_ch})"
+        )
+    buffsize = _int_var(env, "NCCL_BUFFSIZE")
+    if buffsize is not None and buffsize <= 0:
+        raise NcclEnvError(f'Invalid NCCL_BUFFSIZE "{buffsize}": must be positive')
+    nthreads = _int_var(env, "NCCL_NTHREADS")
+    if nthreads is not None and (nthreads % 64 or not 64 <= nthreads <= 512):
+        raise NcclEnvError(
+            f'Invalid NCCL_NTHREADS "{nthreads}": must be a multiple of 64 between 64 and 512'
+        )
+    cdmc: int | None = None
+    raw_cdmc = env.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    if raw_cdmc is not None and raw_cdmc.strip():
+        # CUDA itself never fails on this variable: it ignores garbage and clamps the range.
+        try:
+            cdmc = int(raw_cdmc.strip())
+        except ValueError:
+            warnings.append(f'CUDA_DEVICE_MAX_CONNECTIONS="{raw_cdmc}" is not a number; ignored')
+        else:
+            if not 1 <= cdmc <= 32:
+                clamped = min(32, max(1, cdmc))
+                warnings.append(f"CUDA_DEVICE_MAX_CONNECTIONS={cdmc} clamped to {clamped}")
+                cdmc = clamped
+    nccl = NcclEnv(algo, proto, min_ch, max_ch, buffsize, nthreads, cdmc)
+    return nccl, warnings
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``"2.27.3+cuda12.9"`` -> ``(2, 27, 3)``."""
+    core = version.split("+", 1)[0]
+    parts: list[int] = []
+    for piece in core.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def warmup_failure(nccl: NcclEnv, nccl_version: str) -> str | None:
+    """The NCCL warning that would abort vLLM's first collectives, or None if they run.
+
+    Since 2.24 a set that leaves a collective no usable algorithm is an error, not a silent
+    fallback to Ring (bare ``Tree`` leaves AllGather nothing). Since 2.31 a bare, unprefixed
+    NCCL_ALGO disables the collectives it does not name, so even bare ``Ring`` fails.
+    """
+    if nccl.algo is None:
+        return None
+    version = version_tuple(nccl_version)
+    if version >= (2, 31) and nccl.algo.bare:
+        return (
+            f"Error : no algorithm/protocol available for function AllGather: "
+            f'NCCL_ALGO="{nccl.algo.raw}" names no collective (NCCL >= 2.31 expects '
+            f'"<collective>:<algorithms>", e.g. "allreduce:ring")'
+        )
+    for func in USED_BY_VLLM:
+        allowed = nccl.algo.for_function(func)
+        if allowed is None:
+            continue
+        usable = allowed & SUPPORTED[func] & AVAILABLE_ON_PCIE
+        if not usable:
+            return (
+                f"Error : no algorithm/protocol available for function {FUNCTION_NAMES[func]} "
+                f'with NCCL_ALGO="{nccl.algo.raw}"'
+            )
+    return None

@@ -1,0 +1,208 @@
+"""The simulated models: pure data describing each profile's speed, geometry and quirks.
+
+A profile holds calibrated throughput points (total output tok/s by concurrency, from
+``calibration.yaml`` where a real figure exists), the model geometry vLLM validates
+(attention and KV heads, MoE block sizes, memory), how strongly each tunable knob acts on it, and
+its noise. The arithmetic that turns a profile plus settings into a step time lives in
+:mod:`tuner.sim.model`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """How much of the modelled effect of each group of knobs applies (1 = all, 0 = none)."""
+
+    nccl: float = 1.0  # NCCL_* and CUDA_DEVICE_MAX_CONNECTIONS
+    compilation: float = 1.0  # -O level and --enforce-eager
+    custom_all_reduce: float = 1.0  # --disable-custom-all-reduce
+
+
+@dataclass(frozen=True)
+class Bonus:
+    """A speed-up that applies only when every condition holds (an interaction effect).
+
+    Conditions compare the canonical feature strings of :func:`tuner.sim.model.features`.
+    """
+
+    conditions: tuple[tuple[str, str], ...]
+    speedup: float  # throughput multiplier
+
+
+@dataclass(frozen=True)
+class ThroughputTable:
+    """Calibrated total output tok/s by concurrency, at one tensor-parallel size."""
+
+    tensor_parallel_size: int
+    expert_parallel: bool
+    points: tuple[tuple[int, float], ...]  # (concurrency, tok/s), ascending concurrency
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One simulated model deployment."""
+
+    name: str
+    description: str
+    tables: tuple[ThroughputTable, ...]
+    num_attention_heads: int
+    num_kv_heads: int | None  # None: MLA, whose latent KV cache every TP rank holds in full
+    default_tp: int
+    weights_gib: float
+    kv_bytes_per_token: int  # all layers, all KV heads
+    max_model_len: int
+    comm_share: float  # share of a decode step spent in all-reduce at the table's TP
+    prefill_s_per_token: float
+    moe_intermediate_size: int | None = None
+    weight_block_n: int | None = None  # quantization block along the MoE output dim
+    activation_gib: float = 4.0
+    gpus: int = 8
+    gpu_memory_gib: float = 94.97  # what torch reports for a 96 GB RTX PRO 6000
+    sensitivity: Sensitivity = field(default_factory=Sensitivity)
+    bonuses: tuple[Bonus, ...] = ()
+    reasoning_share: float = 0.0  # share of chat tokens streamed as reasoning_content
+    load_shards: int = 2
+    step_noise_sd: float = 0.015  # i.i.d. per engine step
+    drift_sd: float = 0.002  # slow AR(1) wander within a launch
+    launch_sd: float = 0.004  # log-normal per-launch speed offset
+    default_max_num_seqs: int = 1024  # vLLM's default on GPUs with >= 70 GiB
+    default_max_num_batched_tokens: int = 8192
+
+    @property
+    def served_name(self) -> str:
+        return f"sim/{self.name}"
+
+
+_KIMI_TABLE = ThroughputTable(
+    tensor_parallel_size=8,
+    expert_parallel=False,
+    points=((1, 81.4), (2, 133.1), (4, 236.3), (8, 413.1), (256, 2276.0), (1024, 2320.0)),
+    source="calibration.yaml kimi-k2.5-int4-tp8 (1024: plateau, extrapolated)",
+)
+
+KIMI = Profile(
+    name="kimi-k2.5-int4-tp8",
+    description=(
+        "Kimi K2.5 INT4 on 8x RTX PRO 6000 over PCIe: decode is ~67% all-reduce, yet NCCL "
+        "knobs move it by at most 1-2%; -O0/--enforce-eager cost ~25%."
+    ),
+    tables=(_KIMI_TABLE,),
+    num_attention_heads=64,
+    num_kv_heads=None,
+    default_tp=8,
+    weights_gib=510.0,  # 547 GB
+    kv_bytes_per_token=576 * 61 * 2,  # MLA latent (512 + 64 rope) x 61 layers, bf16
+    max_model_len=262144,
+    comm_share=0.67,
+    prefill_s_per_token=5e-5,
+    moe_intermediate_size=2048,
+    weight_block_n=32,
+    reasoning_share=0.5,  # calibration: about half reasoning, half content
+    load_shards=64,
+)
+
+FLAT = replace(
+    KIMI,
+    name="flat",
+    description="Kimi's speed, but no knob the sweep varies has any effect.",
+    sensitivity=Sensitivity(nccl=0.0, compilation=0.0, custom_all_reduce=0.0),
+    reasoning_share=0.0,
+)
+
+# The one interaction the "hidden-gain" profile rewards; every single setting and every pair
+# of them does nothing, so only a search that tries all three together finds the 8%.
+HIDDEN_GAIN_COMBINATION = (
+    ("allreduce_algo", "tree"),  # NCCL_ALGO=allreduce:tree
+    ("allreduce_proto", "LL128"),  # NCCL_PROTO=LL128
+    ("max_nchannels", "16"),  # NCCL_MAX_NCHANNELS=16
+)
+
+HIDDEN_GAIN = replace(
+    FLAT,
+    name="hidden-gain",
+    description=(
+        "Like flat, except NCCL_ALGO=allreduce:tree + NCCL_PROTO=LL128 + "
+        "NCCL_MAX_NCHANNELS=16 together are 8% faster (each alone: nothing)."
+    ),
+    bonuses=(Bonus(HIDDEN_GAIN_COMBINATION, 1.08),),
+)
+
+REASONING = Profile(
+    name="reasoning",
+    description="A small dense reasoning model on one GPU; chat streams ~half its tokens as "
+    "reasoning_content.",
+    tables=(
+        ThroughputTable(
+            tensor_parallel_size=1,
+            expert_parallel=False,
+            points=((1, 150.0), (2, 290.0), (4, 560.0), (8, 1050.0), (64, 5200.0),
+                    (256, 9000.0), (1024, 9600.0)),
+            source="invented: an 8B dense model on one 96 GB GPU",
+        ),
+    ),
+    num_attention_heads=32,
+    num_kv_heads=8,
+    default_tp=1,
+    weights_gib=15.3,
+    kv_bytes_per_token=36 * 8 * 128 * 2 * 2,  # layers x kv heads x head dim x (K,V) x bf16
+    max_model_len=40960,
+    comm_share=0.3,  # at TP=2, relative to the TP=1 step
+    prefill_s_per_token=1e-5,
+    activation_gib=2.0,
+    reasoning_share=0.5,
+    load_shards=2,
+)
+
+MINIMAX = Profile(
+    name="minimax-m2.5-fp8-tp4",
+    description=(
+        "MiniMax-M2.5 FP8 at TP=4 (TP=8 needs --enable-expert-parallel; TP=6 is refused)."
+    ),
+    tables=(
+        ThroughputTable(
+            tensor_parallel_size=4,
+            expert_parallel=False,
+            points=((1, 84.0), (2, 140.0), (4, 250.0), (8, 440.0), (256, 2586.0),
+                    (1024, 2650.0)),
+            source="calibration.yaml minimax-m2.5-fp8-tp4 (1 and 256; the rest shaped like "
+            "Kimi's curve)",
+        ),
+        ThroughputTable(
+            tensor_parallel_size=8,
+            expert_parallel=True,
+            points=((1, 88.0), (2, 148.0), (4, 265.0), (8, 470.0), (256, 3982.0),
+                    (1024, 3997.0)),
+            source="calibration.yaml minimax-m2.5-fp8-tp8-ep (256 and 1024; the rest invented)",
+        ),
+    ),
+    num_attention_heads=48,
+    num_kv_heads=8,
+    default_tp=4,
+    weights_gib=214.0,  # 230 GB
+    kv_bytes_per_token=62 * 8 * 128 * 2 * 2,
+    max_model_len=196608,
+    comm_share=0.5,
+    prefill_s_per_token=3e-5,
+    moe_intermediate_size=1536,
+    weight_block_n=128,
+    load_shards=126,
+)
+
+PROFILES: dict[str, Profile] = {
+    p.name: p for p in (KIMI, FLAT, HIDDEN_GAIN, REASONING, MINIMAX)
+}
+
+
+def get_profile(name: str) -> Profile:
+    """The profile called ``name``; KeyError lists the known ones."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise KeyError(f"unknown profile {name!r}; known: {known}") from None

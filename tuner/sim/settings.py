@@ -1,0 +1,292 @@
+"""Turn the simulated server's argv and environment into one immutable :class:`SimSettings`.
+
+The parser knows the vLLM flags the tuner sweeps plus the simulator's own flags; any other
+``--flag [value]`` is accepted and reported in ``unknown_args`` (vLLM has hundreds of flags and
+a command line written for the real server must still start the simulator). Parsing is pure and
+never exits: errors raise :class:`ArgError` (bad command line, exit 2 like argparse) or
+:class:`~tuner.sim.nccl.NcclEnvError` (a value NCCL rejects).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tuner.sim.nccl import NcclEnv, NcclEnvError, parse_nccl_env
+from tuner.sim.profiles import PROFILES
+
+DEFAULT_PROFILE = "kimi-k2.5-int4-tp8"
+DEFAULT_NCCL_VERSION = "2.31.0"
+SIM_VERSION = "0.0.0-sim"
+
+
+class ArgError(ValueError):
+    """The command line is malformed (argparse would exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so parsing stays a pure function."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ArgError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser behind ``python -m tuner.sim --help``: every flag the simulator understands."""
+    p = _Parser(
+        prog="python -m tuner.sim",
+        description=(
+            "Simulated vLLM OpenAI-compatible server for tuner's demo and tests. Reads NCCL_* "
+            "and CUDA_DEVICE_MAX_CONNECTIONS from the environment like a real vLLM + NCCL "
+            "stack. A positional MODEL (as in `vllm serve MODEL`) means --model MODEL. Unknown "
+            "flags are accepted with a warning."
+        ),
+        allow_abbrev=False,  # never let an unknown vLLM flag prefix-match one of ours
+    )
+    srv = p.add_argument_group("server")
+    srv.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=None, help="TCP port to listen on (required)")
+    srv.add_argument("--model", default=None, help="model name (default: sim/<profile>)")
+    srv.add_argument("--served-model-name", nargs="+", default=None,
+                     help="name(s) the API answers to (default: the model)")
+    srv.add_argument("--disable-log-stats", action="store_true",
+                     help="do not log periodic throughput stats")
+    srv.add_argument("--disable-uvicorn-access-log", action="store_true",
+                     help="do not log one line per HTTP request")
+    vllm = p.add_argument_group("vLLM engine flags the simulator models")
+    vllm.add_argument("-O", "--compilation-config", dest="compilation", default=None,
+                      metavar="LEVEL|JSON",
+                      help='compilation level: -O0..-O3, -O 3, or \'{"level": 3}\' / '
+                           '\'{"mode": 3}\' (default 3)')
+    vllm.add_argument("--enforce-eager", action="store_true",
+                      help="no CUDA graphs (about 25%% slower at small batch)")
+    vllm.add_argument("--max-num-seqs", type=int, default=None,
+                      help="max requests in a batch (default 1024)")
+    vllm.add_argument("--max-num-batched-tokens", type=int, default=None,
+                      help="token budget per engine step (default 8192)")
+    vllm.add_argument("-tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int,
+                      default=None, help="tensor-parallel size (default: the profile's)")
+    vllm.add_argument("--enable-expert-parallel", action="store_true",
+                      help="expert parallelism for MoE layers")
+    vllm.add_argument("--disable-custom-all-reduce", action="store_true",
+                      help="use NCCL for every all-reduce")
+    vllm.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                      help="fraction of GPU memory vLLM may use (default 0.9)")
+    vllm.add_argument("--max-model-len", type=int, default=None,
+                      help="context length (default: the profile's)")
+    vllm.add_argument("--enable-prefix-caching", dest="prefix_caching", action="store_true",
+                      default=True, help="reuse KV of repeated prompt prefixes (default on)")
+    vllm.add_argument("--no-enable-prefix-caching", dest="prefix_caching",
+                      action="store_false", help="disable prefix caching")
+    sim = p.add_argument_group("simulator-only flags")
+    sim.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
+                     help=f"speed/behaviour profile (default {DEFAULT_PROFILE})")
+    sim.add_argument("--load-seconds", type=float, default=2.0,
+                     help="wall-clock seconds the model load takes (default 2.0; "
+                          "not multiplied by --time-scale)")
+    sim.add_argument("--seed", type=int, default=None,
+                     help="seed of the per-launch speed offset and step noise (default random)")
+    sim.add_argument("--time-scale", type=float, default=1.0,
+                     help="multiply every simulated engine duration by F (default 1.0)")
+    sim.add_argument("--nccl-version", default=DEFAULT_NCCL_VERSION,
+                     help=f"NCCL version to act as (default {DEFAULT_NCCL_VERSION}; a bare "
+                          "NCCL_ALGO fails at warmup from 2.31 on)")
+    sim.add_argument("--fail-at-start", nargs="?", const="simulated failure at start",
+                     default=None, metavar="MESSAGE", help="exit 1 before loading")
+    sim.add_argument("--fail-after-load", nargs="?", const="simulated failure after load",
+                     default=None, metavar="MESSAGE",
+                     help="exit 1 after loading, before /health answers")
+    sim.add_argument("--leave-orphan", action="store_true",
+                     help="spawn a worker in its own session that ignores SIGTERM (a leak)")
+    sim.add_argument("--flood-log", action="store_true",
+                     help="write log lines continuously (~60 KB/s)")
+    sim.add_argument("--shm-prefix", default=None,
+                     help="create /dev/shm/<prefix>_sim_<pid>, removed on clean shutdown")
+    return p
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Everything a launch of the simulator is configured with, after parsing."""
+
+    profile: str = DEFAULT_PROFILE
+    host: str = "127.0.0.1"
+    port: int | None = None
+    model: str | None = None
+    served_model_names: tuple[str, ...] = ()
+    compilation_level: int | None = None  # None: vLLM's default (3)
+    enforce_eager: bool = False
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    tensor_parallel_size: int | None = None
+    enable_expert_parallel: bool = False
+    disable_custom_all_reduce: bool = False
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    prefix_caching: bool = True
+    nccl: NcclEnv = field(default_factory=NcclEnv)
+    # simulator-only
+    load_seconds: float = 2.0
+    seed: int | None = None
+    time_scale: float = 1.0
+    nccl_version: str = DEFAULT_NCCL_VERSION
+    fail_at_start: str | None = None
+    fail_after_load: str | None = None
+    leave_orphan: bool = False
+    flood_log: bool = False
+    shm_prefix: str | None = None
+    disable_log_stats: bool = False
+    disable_access_log: bool = False
+    unknown_args: tuple[str, ...] = ()
+    env_warnings: tuple[str, ...] = ()
+    nccl_error: str | None = None  # set only by parse_settings(strict=False)
+
+    def as_json(self) -> dict[str, object]:
+        """A JSON-ready view (the ``settings`` field of ``GET /sim/config``)."""
+        out: dict[str, object] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, NcclEnv):
+                value = value.as_json()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[name] = value
+        return out
+
+
+def parse_compilation(raw: str | None) -> int | None:
+    """``"3"`` / ``'{"level": 3}'`` / ``'{"mode": 3}'`` -> 3; None stays None."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if text.lstrip("-").isdigit():
+        level = int(text)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise ArgError(f"-O/--compilation-config: invalid value {raw!r}") from None
+        value = data.get("level", data.get("mode")) if isinstance(data, dict) else data
+        if isinstance(data, dict) and value is None:
+            return None  # a config without a level keeps the default level
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ArgError(f"-O/--compilation-config: invalid value {raw!r}")
+        level = value
+    if not 0 <= level <= 3:
+        raise ArgError(f"-O/--compilation-config: level must be 0..3, got {level}")
+    return level
+
+
+def _split_unknown(extras: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
+    """Pick a positional model out of argparse's leftovers; the rest are unknown flags.
+
+    An unknown ``--flag`` followed by a token that is not a flag takes it as its value (the
+    common ``--gpu-memory-utilization 0.9`` shape); a bare token with no flag before it is the
+    model.
+    """
+    model: str | None = None
+    unknown: list[str] = []
+    i = 0
+    while i < len(extras):
+        tok = extras[i]
+        if tok.startswith("-") and len(tok) > 1:
+            unknown.append(tok)
+            nxt = extras[i + 1] if i + 1 < len(extras) else None
+            if "=" not in tok and nxt is not None and not _looks_like_flag(nxt):
+                unknown.append(nxt)
+                i += 1
+        elif model is None:
+            model = tok
+        else:
+            unknown.append(tok)
+        i += 1
+    return model, tuple(unknown)
+
+
+def _looks_like_flag(tok: str) -> bool:
+    if not tok.startswith("-") or tok == "-":
+        return False
+    try:
+        float(tok)  # "-1" is a value, not a flag
+    except ValueError:
+        return True
+    return False
+
+
+def parse_settings(
+    argv: Sequence[str], env: Mapping[str, str], *, strict: bool = True
+) -> SimSettings:
+    """Parse a simulator command line and environment.
+
+    Raises ArgError for a bad command line. A value NCCL rejects raises NcclEnvError when
+    ``strict``; otherwise it is kept in ``nccl_error`` (NCCL defaults apply), so the server can
+    fail at the point where the real stack would: communicator init, after the startup lines.
+    """
+    parser = build_parser()
+    ns, extras = parser.parse_known_args(list(argv))
+    positional_model, unknown = _split_unknown(extras)
+    model = ns.model or positional_model
+    for name in ("max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size"):
+        value = getattr(ns, name)
+        if value is not None and value <= 0:
+            raise ArgError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    if ns.port is not None and not 0 <= ns.port <= 65535:
+        raise ArgError(f"--port must be 0..65535, got {ns.port}")
+    if ns.time_scale <= 0:
+        raise ArgError(f"--time-scale must be positive, got {ns.time_scale}")
+    if ns.load_seconds < 0:
+        raise ArgError(f"--load-seconds must be >= 0, got {ns.load_seconds}")
+    if not 0 < ns.gpu_memory_utilization <= 1:
+        raise ArgError("--gpu-memory-utilization must be in (0, 1]")
+    nccl_error: str | None = None
+    try:
+        nccl, warnings = parse_nccl_env(env)
+    except NcclEnvError as exc:
+        if strict:
+            raise
+        nccl, warnings, nccl_error = NcclEnv(), [], exc.warn
+    return SimSettings(
+        profile=ns.profile,
+        host=ns.host,
+        port=ns.port,
+        model=model,
+        served_model_names=tuple(ns.served_model_name or ()),
+        compilation_level=parse_compilation(ns.compilation),
+        enforce_eager=ns.enforce_eager,
+        max_num_seqs=ns.max_num_seqs,
+        max_num_batched_tokens=ns.max_num_batched_tokens,
+        tensor_parallel_size=ns.tensor_parallel_size,
+        enable_expert_parallel=ns.enable_expert_parallel,
+        disable_custom_all_reduce=ns.disable_custom_all_reduce,
+        gpu_memory_utilization=ns.gpu_memory_utilization,
+        max_model_len=ns.max_model_len,
+        prefix_caching=ns.prefix_caching,
+        nccl=nccl,
+        load_seconds=ns.load_seconds,
+        seed=ns.seed,
+        time_scale=ns.time_scale,
+        nccl_version=ns.nccl_version,
+        fail_at_start=ns.fail_at_start,
+        fail_after_load=ns.fail_after_load,
+        leave_orphan=ns.leave_orphan,
+        flood_log=ns.flood_log,
+        shm_prefix=ns.shm_prefix,
+        disable_log_stats=ns.disable_log_stats,
+        disable_access_log=ns.disable_uvicorn_access_log,
+        unknown_args=unknown,
+        env_warnings=tuple(warnings),
+        nccl_error=nccl_error,
+    )
+
+
+def non_default_args(settings: SimSettings) -> dict[str, object]:
+    """What vLLM prints as ``non-default args: {...}`` at startup."""
+    default = SimSettings()
+    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error"}
+    return {
+        name: getattr(settings, name)
+        for name in settings.__dataclass_fields__
+        if name not in skip and getattr(settings, name) != getattr(default, name)
+    }

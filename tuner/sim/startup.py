@@ -1,0 +1,329 @@
+"""The simulated server's life: vLLM's startup sequence, serving, and shutdown on SIGTERM.
+
+Startup mirrors vLLM's order: version and args lines, bind the port (not yet listening: a
+connect is refused), validate the config (``start``), bring up NCCL (``init``), stream weights
+with tqdm-shaped progress lines (``load``), size the KV cache and capture graphs (``warmup``),
+then the uvicorn lines and only then listen. A refusal prints NCCL/Python-shaped text to
+stderr at its phase and exits 1. SIGTERM or SIGINT at any point exits 0 within ~0.5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import os
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tuner.sim import model
+from tuner.sim.checks import Failure, first_failure
+from tuner.sim.engine import Engine, launch_speed_factor
+from tuner.sim.log import Log, progress_line
+from tuner.sim.misbehave import create_shm, flood_log, remove_shm, spawn_orphan
+from tuner.sim.profiles import Profile, get_profile
+from tuner.sim.settings import SIM_VERSION, SimSettings, non_default_args
+
+LOAD_SHARE = 0.85  # of --load-seconds spent streaming shards; the rest is warmup
+STATS_INTERVAL_S = 10.0
+ENV_PREFIXES = ("NCCL_", "VLLM_")
+ENV_NAMES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
+
+
+def sim_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables the simulated stack reads, for ``/sim/config``."""
+    return {
+        k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
+
+
+def _import_in_thread(name: str) -> asyncio.Future[ModuleType]:
+    """Import a slow module on a daemon thread, overlapping it with the simulated load."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[ModuleType] = loop.create_future()
+
+    def work() -> None:
+        try:
+            mod = importlib.import_module(name)
+        except BaseException as exc:  # noqa: BLE001 - handed to the event loop
+            loop.call_soon_threadsafe(_settle, fut, None, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, fut, mod, None)
+
+    threading.Thread(target=work, name=f"import-{name}", daemon=True).start()
+    return fut
+
+
+def _settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(value)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind without listening: connections are refused until the server is ready."""
+    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError:
+        sock.close()
+        raise
+    sock.setblocking(False)
+    return sock
+
+
+class SimServer:
+    """One run of the simulated server, from argv to exit code."""
+
+    def __init__(self, settings: SimSettings, argv: Sequence[str], env: Mapping[str, str]):
+        self.settings = settings
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.profile: Profile = get_profile(settings.profile)
+        self.log = Log()
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.seed = settings.seed if settings.seed is not None else random.SystemRandom(
+        ).randrange(2**32)
+        self.rng = random.Random(self.seed)
+        self.speed_factor = launch_speed_factor(self.profile, self.rng)
+        self.stop = asyncio.Event()
+        self.orphan_pid: int | None = None
+        self.shm: Path | None = None
+        self.started_at = time.time()
+
+    # -- helpers ------------------------------------------------------------------------------
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep, or return True early when asked to stop."""
+        if self.stop.is_set():
+            return True
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return self.stop.is_set()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), seconds)
+        return self.stop.is_set()
+
+    def _fail(self, failure: Failure) -> int:
+        self.log.lines(failure.warn_lines(self.host, self.pid), err=True)
+        self.log.error("core.py:708", "EngineCore failed to start.")
+        self.log.lines(failure.traceback_lines(), err=True)
+        return 1
+
+    def config_json(self, port: int) -> dict[str, Any]:
+        st, prof = self.settings, self.profile
+        return {
+            "argv": self.argv,
+            "env": sim_env(self.env),
+            "settings": st.as_json(),
+            "profile": prof.name,
+            "model": self.served_names()[0],
+            "served_model_names": self.served_names(),
+            "launch_speed_factor": self.speed_factor,
+            "seed": self.seed,
+            "pid": self.pid,
+            "port": port,
+            "orphan_pid": self.orphan_pid,
+            "shm_path": str(self.shm) if self.shm else None,
+            "started_at": self.started_at,
+            "features": model.features(st),
+            "kv_capacity_tokens": model.kv_capacity_tokens(prof, st),
+            "expected_output_tok_s": {
+                str(c): model.expected_output_throughput(prof, st, c, time_scale=st.time_scale)
+                for c in (1, 2, 4, 8, 16, 64, 256)
+            },
+            "version": SIM_VERSION,
+            "nccl_version": st.nccl_version,
+        }
+
+    def served_names(self) -> list[str]:
+        st = self.settings
+        if st.served_model_names:
+            return list(st.served_model_names)
+        return [st.model or self.profile.served_name]
+
+    # -- the run ------------------------------------------------------------------------------
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop.set)
+        flood: asyncio.Task[None] | None = None
+        if self.settings.flood_log:
+            flood = asyncio.create_task(flood_log(self.log))
+        try:
+            return await self._run()
+        finally:
+            if flood is not None:
+                flood.cancel()
+            remove_shm(self.shm)
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+    async def _run(self) -> int:
+        st, log = self.settings, self.log
+        log.info("api_server.py:1885", f"vLLM API server version {SIM_VERSION}")
+        log.info("utils.py:326", f"non-default args: {non_default_args(st)}")
+        if st.unknown_args:
+            log.warning("arg_utils.py:1779", "The simulator ignores these arguments: "
+                        + " ".join(st.unknown_args))
+        for warning in st.env_warnings:
+            log.warning("envs.py:94", warning)
+        try:
+            sock = bind_socket(st.host, st.port or 0)
+        except OSError as exc:
+            log.lines(["Traceback (most recent call last):",
+                       f"OSError: [Errno {exc.errno}] {exc.strerror}"], err=True)
+            return 1
+        try:
+            return await self._startup_and_serve(sock)
+        finally:
+            sock.close()
+
+    async def _startup_and_serve(self, sock: socket.socket) -> int:
+        st, prof, log = self.settings, self.profile, self.log
+        port = sock.getsockname()[1]
+        failure = first_failure(prof, st)
+        if failure and failure.phase == "start":
+            return self._fail(failure)
+        server_mod = _import_in_thread("tuner.sim.server")
+        # init: workers and NCCL communicators
+        if st.shm_prefix:
+            self.shm = create_shm(st.shm_prefix, self.pid)
+        if st.leave_orphan:
+            self.orphan_pid = spawn_orphan(self.pid)
+            log.info("multiproc_executor.py:480",
+                     f"(VllmWorker rank=1 pid={self.orphan_pid}) orphan worker pid "
+                     f"{self.orphan_pid} started in its own session (simulated leak)")
+        tp = model.effective_tp(prof, st)
+        log.info("pynccl.py:70", f"vLLM is using nccl=={st.nccl_version.split('+')[0]}")
+        log.line(f"{self.host}:{self.pid}:{self.pid} [0] NCCL INFO NCCL version "
+                 f"{st.nccl_version.split('+')[0]}+cuda12.9")
+        log.info("parallel_state.py:1208",
+                 f"rank 0 in world size {tp} is assigned as DP rank 0, PP rank 0, TP rank 0")
+        if failure and failure.phase == "init":
+            return self._fail(failure)
+        # load: weights stream in
+        name = self.served_names()[0]
+        log.info("gpu_model_runner.py:2338", f"Starting to load model {name}...")
+        shards = prof.load_shards
+        load_s = st.load_seconds * LOAD_SHARE
+        stop_at = shards + 1
+        if failure and failure.phase == "load":
+            stop_at = max(1, int(shards * failure.load_fraction))
+        t0 = time.monotonic()
+        log.line(progress_line(0, shards, 0.0), err=True)
+        for i in range(1, shards + 1):
+            if await self._sleep(t0 + load_s * i / shards - time.monotonic()):
+                return self._stopped_early()
+            if i == stop_at:
+                return self._fail(failure) if failure else 1
+            log.line(progress_line(i, shards, time.monotonic() - t0), err=True)
+        took = time.monotonic() - t0
+        log.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
+        log.info("gpu_model_runner.py:2370", f"Model loading took "
+                 f"{prof.weights_gib / tp:.4f} GiB and {took:.6f} seconds")
+        # warmup: KV cache sizing, graph capture, first collectives
+        t1 = time.monotonic()
+        warm_s = st.load_seconds - load_s
+        cap = model.kv_capacity_tokens(prof, st)
+        max_len = model.effective_max_model_len(prof, st)
+        log.info("gpu_worker.py:298",
+                 f"Available KV cache memory: {max(0.0, model.free_memory_gib(prof, st)):.2f} GiB")
+        log.info("kv_cache_utils.py:1087", f"GPU KV cache size: {cap:,} tokens")
+        log.info("kv_cache_utils.py:1091", f"Maximum concurrency for {max_len:,} tokens per "
+                 f"request: {cap / max_len:.2f}x")
+        if await self._sleep(warm_s / 2):
+            return self._stopped_early()
+        if failure and failure.phase == "warmup":
+            return self._fail(failure)
+        if not st.enforce_eager and model.compilation_level(st) > 0:
+            log.info("gpu_model_runner.py:3480", "Graph capturing finished in "
+                     f"{max(1, round(warm_s / 2))} secs, took 0.52 GiB")
+        if await self._sleep(t1 + warm_s - time.monotonic()):
+            return self._stopped_early()
+        log.info("core.py:210", "init engine (profile, create kv cache, warmup model) took "
+                 f"{time.monotonic() - t1:.2f} seconds")
+        server = await server_mod
+        return await self._serve(server, sock, port)
+
+    def _stopped_early(self) -> int:
+        self.log.info("launcher.py:80", "Shutting down before the server started.")
+        return 0
+
+    async def _serve(self, server: ModuleType, sock: socket.socket, port: int) -> int:
+        st, prof, log = self.settings, self.profile, self.log
+        engine = Engine(prof, st, rng=self.rng, speed_factor=self.speed_factor)
+        app = server.SimApp(
+            engine=engine,
+            profile=prof,
+            served_names=self.served_names(),
+            root=st.model or prof.served_name,
+            max_model_len=model.effective_max_model_len(prof, st),
+            config=self.config_json(port),
+            log=log,
+            access_log=not st.disable_access_log,
+        ).build()
+        log.info("api_server.py:1957", f"Starting vLLM API server 0 on http://{st.host}:{port}")
+        for route in ("/health", "/metrics", "/version", "/v1/models", "/v1/completions",
+                      "/v1/chat/completions", "/sim/config"):
+            method = "POST" if route.startswith("/v1/c") else "GET"
+            log.info("launcher.py:37", f"Route: {route}, Methods: {method}")
+        log.line(f"INFO:     Started server process [{self.pid}]")
+        log.line("INFO:     Waiting for application startup.")
+        log.line("INFO:     Application startup complete.")
+        runner = await server.start_http(app, sock)
+        engine_task = asyncio.create_task(engine.run())
+        stats_task = None if st.disable_log_stats else asyncio.create_task(
+            self._log_stats(engine))
+        try:
+            await self.stop.wait()
+        finally:
+            log.line("INFO:     Shutting down")
+            engine.stop()
+            await server.stop_http(runner)
+            for task in (engine_task, stats_task):
+                if task is not None:
+                    task.cancel()
+            log.line("INFO:     Application shutdown complete.")
+            log.line(f"INFO:     Finished server process [{self.pid}]")
+        return 0
+
+    async def _log_stats(self, engine: Engine) -> None:
+        """vLLM's periodic ``Engine 000: Avg prompt throughput ...`` line, when not idle."""
+        stats = engine.stats
+        last = (stats.prompt_tokens_total, stats.generation_tokens_total)
+        last_q = (stats.prefix_cache_queries_total, stats.prefix_cache_hits_total)
+        while True:
+            await asyncio.sleep(STATS_INTERVAL_S)
+            now = (stats.prompt_tokens_total, stats.generation_tokens_total)
+            q = (stats.prefix_cache_queries_total, stats.prefix_cache_hits_total)
+            if now == last and not engine.num_running and not engine.num_waiting:
+                continue
+            queries = q[0] - last_q[0]
+            hit_rate = 100.0 * (q[1] - last_q[1]) / queries if queries else 0.0
+            self.log.info(
+                "loggers.py:123",
+                f"Engine 000: Avg prompt throughput: {(now[0] - last[0]) / STATS_INTERVAL_S:.1f} "
+                f"tokens/s, Avg generation throughput: "
+                f"{(now[1] - last[1]) / STATS_INTERVAL_S:.1f} tokens/s, Running: "
+                f"{engine.num_running} reqs, Waiting: {engine.num_waiting} reqs, GPU KV cache "
+                f"usage: {100 * engine.kv_usage:.1f}%, Prefix cache hit rate: {hit_rate:.1f}%",
+            )
+            last, last_q = now, q
+
+
+async def run_server(settings: SimSettings, argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run the simulated server until SIGTERM/SIGINT (0) or a startup refusal (1)."""
+    return await SimServer(settings, argv, env).run()
