@@ -8,6 +8,7 @@ is real and when to stop; `tuner best` asks it for the answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,11 +81,11 @@ class StudyAnalysis:
             for c in self.configs.values()
         ]
         baseline = self.baseline
+        if baseline is None:
+            return None  # nothing to recommend against until the defaults are measured
         return stats.recommend(
             candidates, direction=self.direction, min_gain=stop.min_gain,
-            confidence=stop.confidence,
-            baseline_key=baseline.config_hash if baseline else None,
-            noise=self.noise,
+            confidence=stop.confidence, baseline_key=baseline.config_hash,
         )
 
     def compare(self, a: ConfigResult, b: ConfigResult) -> stats.Comparison:
@@ -124,7 +125,10 @@ class StudyAnalysis:
         return self.noise.rel_sd if self.noise is not None else None
 
     def noise_dict(self) -> dict[str, Any]:
-        return stats.noise_to_dict(self.noise) if self.noise is not None else {}
+        if self.noise is None:
+            return {}
+        return {**dataclasses.asdict(self.noise), "rel_sd": self.noise.rel_sd,
+                "text": self.noise.describe()}
 
     def describe(self, config: ConfigResult) -> str:
         what = " ".join(f"{k}={v}" for k, v in config.changed.items()) or "defaults"

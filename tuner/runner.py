@@ -9,6 +9,7 @@ and passes a ``prune_check`` that looks at the rounds measured so far.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 import time
@@ -121,7 +122,8 @@ class TrialRunner:
             role=role, config_hash=settings.config_hash, params=dict(settings.params),
             env=env, unset_env=sorted(unset), argv=argv, port=port, pid=identity.pid,
             pgid=identity.pgid, create_time=identity.create_time,
-            cmdline=list(identity.cmdline), log_path=str(launch.log_path),
+            cmdline=list(identity.cmdline), marker=identity.marker,
+            log_path=str(launch.log_path),
         )
         status, reason = LaunchStatus.FAILED, "interrupted"
         outcome: LaunchOutcome | None = None
@@ -198,10 +200,9 @@ class TrialRunner:
         try:
             for round_index in range(spec.benchmark.rounds):
                 for concurrency in spec.benchmark.concurrency:
-                    load = bench.load_from_benchmark_spec(
-                        spec.benchmark, concurrency, model,
-                        warmup=spec.benchmark.warmup if round_index == 0 else 0,
-                    )
+                    load = bench.load_from_benchmark_spec(spec.benchmark, concurrency, model)
+                    if round_index > 0:  # the server is warm after the first round
+                        load = dataclasses.replace(load, warmup=0)
                     before = telemetry.scrape_metrics(base_url)
                     started = time.time()
                     result = bench.measure_level(base_url, load, round_index=round_index)
@@ -215,7 +216,7 @@ class TrialRunner:
                             output_tokens=summary.output_tokens,
                             duration_s=result.duration_s,
                         ).to_dict()
-                    flags = [f for f in (summary.flag_reason, delta.warning) if f]
+                    flags = [f for f in (summary.flagged, delta.warning) if f]
                     self.store.add_level(
                         launch_id, round_index=round_index, summary=summary.to_dict(),
                         requests=[_request_row(r) for r in result.records],

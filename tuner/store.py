@@ -94,6 +94,7 @@ class LaunchRow(Base):
     pgid: Mapped[int | None] = mapped_column(Integer)
     create_time: Mapped[float | None] = mapped_column(Float)
     cmdline: Mapped[list[str] | None] = mapped_column(JSON)
+    marker: Mapped[str | None] = mapped_column(String(64))  # env marker every child inherits
     status: Mapped[str] = mapped_column(String(16), index=True)  # see LaunchStatus
     reason: Mapped[str | None] = mapped_column(Text)
     log_path: Mapped[str | None] = mapped_column(Text)
@@ -178,6 +179,7 @@ class ServerIdentityRecord:
     pgid: int | None
     create_time: float | None
     cmdline: tuple[str, ...]
+    marker: str
     host: str
 
 
@@ -274,7 +276,8 @@ class Store:
             return [
                 ServerIdentityRecord(
                     launch_id=r.id, trial_id=r.trial_id, pid=r.pid, pgid=r.pgid,
-                    create_time=r.create_time, cmdline=tuple(r.cmdline or ()), host=r.host,
+                    create_time=r.create_time, cmdline=tuple(r.cmdline or ()),
+                    marker=r.marker or "", host=r.host,
                 )
                 for r in s.scalars(query)
             ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,8 +58,13 @@ def worker_id() -> str:
 
 def open_study(storage: str, name: str, direction: str, seed: int | None) -> optuna.Study:
     """Create or load the optuna study; TPE seeded, our own stop logic."""
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, multivariate=True,
-                                         group=True, warn_independent_sampling=False)
+    with warnings.catch_warnings():
+        # multivariate TPE models interactions (NCCL_PROTO x channels); optuna still
+        # labels it experimental, which is noise for our users.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sampler = optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=5, multivariate=True, group=True
+        )
     return optuna.create_study(
         storage=storage, study_name=name, direction=direction,
         sampler=sampler, load_if_exists=True,
@@ -194,6 +200,7 @@ def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserv
         identity = launcher.ProcessIdentity(
             pid=record.pid or -1, pgid=record.pgid or -1,
             create_time=record.create_time or 0.0, cmdline=record.cmdline, hostname=record.host,
+            marker=record.marker,
         )
         stopped = record.pid is not None and launcher.reap_leftover(identity, stop_timeout_s=30)
         store.update_launch(record.launch_id, status=LaunchStatus.FAILED, reason="interrupted")
