@@ -75,8 +75,11 @@ class StudyAnalysis:
         stop = self.space.spec.stop
         candidates = [
             stats.Candidate(
-                key=c.config_hash, estimate=c.estimate, n_changed=c.n_changed,
-                confirmed=self.confirmed(c), label=f"trial {c.trials[0]}",
+                key=c.config_hash,
+                estimate=c.estimate,
+                n_changed=c.n_changed,
+                confirmed=self.confirmed(c),
+                label=f"trial {c.trials[0]}",
             )
             for c in self.configs.values()
         ]
@@ -84,15 +87,21 @@ class StudyAnalysis:
         if baseline is None:
             return None  # nothing to recommend against until the defaults are measured
         return stats.recommend(
-            candidates, direction=self.direction, min_gain=stop.min_gain,
-            confidence=stop.confidence, baseline_key=baseline.config_hash,
+            candidates,
+            direction=self.direction,
+            min_gain=stop.min_gain,
+            confidence=stop.confidence,
+            baseline_key=baseline.config_hash,
         )
 
     def compare(self, a: ConfigResult, b: ConfigResult) -> stats.Comparison:
         stop = self.space.spec.stop
         return stats.compare(
-            a.estimate, b.estimate, direction=self.direction,
-            min_gain=stop.min_gain, confidence=stop.confidence,
+            a.estimate,
+            b.estimate,
+            direction=self.direction,
+            min_gain=stop.min_gain,
+            confidence=stop.confidence,
         )
 
     def significantly_better(self, a_hash: str, b_hash: str) -> bool:
@@ -111,15 +120,18 @@ class StudyAnalysis:
         sign = 1.0 if self.direction == "maximize" else -1.0
         threshold = self.space.spec.stop.min_gain * abs(best.estimate.mean)
         return [
-            c for c in self.configs.values()
+            c
+            for c in self.configs.values()
             if not self.confirmed(c) and sign * (c.estimate.mean - best.estimate.mean) > threshold
         ]
 
     def all_failed(self, *, min_launches: int) -> bool:
         done = sum(self.launch_counts.values())
-        return not self.configs and self.launch_counts.get(LaunchStatus.FAILED, 0) >= max(
-            min_launches, 1
-        ) and done == self.launch_counts.get(LaunchStatus.FAILED, 0)
+        return (
+            not self.configs
+            and self.launch_counts.get(LaunchStatus.FAILED, 0) >= max(min_launches, 1)
+            and done == self.launch_counts.get(LaunchStatus.FAILED, 0)
+        )
 
     def noise_rel_sd(self) -> float | None:
         return self.noise.rel_sd if self.noise is not None else None
@@ -127,8 +139,11 @@ class StudyAnalysis:
     def noise_dict(self) -> dict[str, Any]:
         if self.noise is None:
             return {}
-        return {**dataclasses.asdict(self.noise), "rel_sd": self.noise.rel_sd,
-                "text": self.noise.describe()}
+        return {
+            **dataclasses.asdict(self.noise),
+            "rel_sd": self.noise.rel_sd,
+            "text": self.noise.describe(),
+        }
 
     def describe(self, config: ConfigResult) -> str:
         what = " ".join(f"{k}={v}" for k, v in config.changed.items()) or "defaults"

@@ -39,10 +39,12 @@ SpaceOpt = Annotated[
     Path, typer.Option("--space", "-s", help="Space file, or the name of a shipped one.")
 ]
 StorageOpt = Annotated[
-    str, typer.Option("--storage", help="SQLAlchemy URL of the study database.",
-                      envvar="TUNER_STORAGE")
+    str,
+    typer.Option("--storage", help="SQLAlchemy URL of the study database.", envvar="TUNER_STORAGE"),
 ]
-StudyOpt = Annotated[str | None, typer.Option("--study", help="Study name (default: from the space file).")]
+StudyOpt = Annotated[
+    str | None, typer.Option("--study", help="Study name (default: from the space file).")
+]
 OptSpaceOpt = Annotated[
     Path | None, typer.Option("--space", "-s", help="Space file whose study to read.")
 ]
@@ -69,17 +71,34 @@ def handles_errors(func: F) -> F:
 @handles_errors
 def run(
     space: SpaceOpt,
-    trials: Annotated[int, typer.Option("--trials", "-n", min=1, help="Server launches in all (a resumed study counts the ones done).")] = 20,
+    trials: Annotated[
+        int,
+        typer.Option(
+            "--trials",
+            "-n",
+            min=1,
+            help="Server launches in all (a resumed study counts the ones done).",
+        ),
+    ] = 20,
     storage: StorageOpt = DEFAULT_STORAGE,
     study: StudyOpt = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the sampler, for a repeatable search.")] = None,
-    runs_dir: Annotated[Path, typer.Option(help="Where server logs of each trial go.")] = Path("tuner-runs"),
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of the sampler, for a repeatable search.")
+    ] = None,
+    runs_dir: Annotated[Path, typer.Option(help="Where server logs of each trial go.")] = Path(
+        "tuner-runs"
+    ),
 ) -> None:
     """Run (or resume) a sweep: launch the server per trial, benchmark, stop early on a plateau."""
     from tuner.console import run_with_console
 
     result = run_with_console(
-        space, trials=trials, storage=storage, study=study, seed=seed, runs_dir=runs_dir,
+        space,
+        trials=trials,
+        storage=storage,
+        study=study,
+        seed=seed,
+        runs_dir=runs_dir,
         console=out,
     )
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
@@ -92,7 +111,9 @@ def best(
     space: OptSpaceOpt = None,
     study: StudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")] = "table",
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")
+    ] = "table",
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline."""
     from tuner import report

@@ -33,7 +33,7 @@ OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
 SHIPPED_SPACES = Path(__file__).resolve().parent.parent / "search_spaces"
 """Where `--space nccl.yaml` is looked up when no such file is in the working directory."""
 
-Scalar = Union[bool, int, float, str]
+Scalar = bool | int | float | str
 
 
 class _Strict(BaseModel):
@@ -48,7 +48,7 @@ class ServerSpec(_Strict):
     command: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     host: str = "127.0.0.1"
-    port: Union[int, Literal["auto"]] = "auto"
+    port: int | Literal["auto"] = "auto"
     health_path: str = "/health"
     startup_timeout_s: float = Field(default=3600, gt=0)
     stop_timeout_s: float = Field(default=60, gt=0)
@@ -118,7 +118,9 @@ class ParamSpec(_Strict):
             pass
         domains = [d for d in (self.choices, self.int_range, self.float_range) if d is not None]
         if len(domains) != 1:
-            raise ValueError("needs exactly one of 'choices: [...]', 'int: [lo, hi]', 'float: [lo, hi]'")
+            raise ValueError(
+                "needs exactly one of 'choices: [...]', 'int: [lo, hi]', 'float: [lo, hi]'"
+            )
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("'choices' is empty: list at least one value, e.g. [default, 4, 8]")
         for rng in (self.int_range, self.float_range):
@@ -191,7 +193,9 @@ class StopSpec(_Strict):
     confirmations: int = Field(default=1, ge=0)
 
 
-_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*(<=|>=|==|!=|<|>)\s*([A-Za-z_][\w.-]*|-?\d+(?:\.\d+)?)\s*$")
+_CONSTRAINT = re.compile(
+    r"^\s*([A-Za-z_][\w.-]*)\s*(<=|>=|==|!=|<|>)\s*([A-Za-z_][\w.-]*|-?\d+(?:\.\d+)?)\s*$"
+)
 
 
 class Constraint(_Strict):

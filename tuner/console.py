@@ -25,8 +25,12 @@ class ConsoleObserver(SweepObserver):
         self.phase_task = progress.add_task("", total=None)
 
     def _phase(self, text: str, completed: float | None = None) -> None:
-        self.progress.update(self.phase_task, description=text, total=100 if completed is not None else None,
-                             completed=completed or 0)
+        self.progress.update(
+            self.phase_task,
+            description=text,
+            total=100 if completed is not None else None,
+            completed=completed or 0,
+        )
 
     def message(self, text: str) -> None:
         self.console.print(f"[yellow]•[/] {text}", highlight=False)
@@ -75,15 +79,24 @@ def run_with_console(
         f"objective {space.spec.objective.metric} at concurrency {space.spec.objective_concurrency}"
     )
     progress = Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-        TextColumn("{task.completed}/{task.total}" ), TimeElapsedColumn(),
-        console=console, transient=True,
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
     )
     with progress:
         observer = ConsoleObserver(console, progress, trials)
         try:
             return run_sweep(
-                space, storage=storage, n_trials=trials, seed=seed, observer=observer, gpu=gpu,
+                space,
+                storage=storage,
+                n_trials=trials,
+                seed=seed,
+                observer=observer,
+                gpu=gpu,
                 runner_options=RunnerOptions(runs_dir=runs_dir),
             )
         finally:

@@ -60,8 +60,9 @@ def stored_space(store: Store, study: str) -> Space:
         raise StoreError(f"{store.url}: no study named {study!r} was run by tuner here")
     import yaml
 
-    return parse_space(yaml.safe_load(row.space_text), Path(row.space_path or f"{study}.yaml"))\
-        .model_copy(update={"study_name": study})
+    return parse_space(
+        yaml.safe_load(row.space_text), Path(row.space_path or f"{study}.yaml")
+    ).model_copy(update={"study_name": study})
 
 
 def _open(storage: str, study: str) -> tuple[Store, Space, optuna.Study]:
@@ -111,7 +112,9 @@ def best_report(storage: str, study: str) -> dict[str, Any]:
     if recommended is not None and baseline is not None and recommended is not baseline:
         cmp = result.compare(recommended, baseline)
         report["gain_vs_baseline"] = {
-            "rel_diff": cmp.rel_diff, "ci_low": cmp.ci_low, "ci_high": cmp.ci_high,
+            "rel_diff": cmp.rel_diff,
+            "ci_low": cmp.ci_low,
+            "ci_high": cmp.ci_high,
             "verdict": cmp.verdict,
         }
     return report
@@ -146,8 +149,10 @@ def print_best(report: dict[str, Any], fmt: str, console: Console) -> None:
             raise StoreError(f"study {report['study']!r} has no completed trial yet")
         console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
         return
-    table = Table(title=f"{report['study']}: {report['metric']} at concurrency "
-                        f"{report['concurrency']} ({report['direction']})")
+    table = Table(
+        title=f"{report['study']}: {report['metric']} at concurrency "
+        f"{report['concurrency']} ({report['direction']})"
+    )
     for col in ("", "trial", "value", "± s.e.", "launches", "settings"):
         table.add_column(col)
     for label in ("best", "recommended", "baseline"):
@@ -156,7 +161,9 @@ def print_best(report: dict[str, Any], fmt: str, console: Console) -> None:
             continue
         changed = {k: v for k, v in entry["params"].items() if v != "default"}
         table.add_row(
-            label, str(entry["trial"]), f"{entry['value']:.4g}",
+            label,
+            str(entry["trial"]),
+            f"{entry['value']:.4g}",
             f"{entry['stderr']:.2g}" if entry["stderr"] is not None else "-",
             str(entry["launches"]),
             " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)",
@@ -204,16 +211,18 @@ def trials_rows(storage: str, study: str) -> list[dict[str, Any]]:
     for t in optuna_study.get_trials(deepcopy=False):
         params = t.user_attrs.get(PARAMS_ATTR) or {}
         launch = launches.get(t.number)
-        rows.append({
-            "number": t.number,
-            "state": t.state.name.lower(),
-            "role": t.user_attrs.get(ROLE_ATTR, "search"),
-            "changed": {k: v for k, v in params.items() if v != "default"},
-            "value": t.value,
-            "stderr": launch.objective_se if launch else None,
-            "seconds_to_healthy": launch.seconds_to_healthy if launch else None,
-            "reason": t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
-        })
+        rows.append(
+            {
+                "number": t.number,
+                "state": t.state.name.lower(),
+                "role": t.user_attrs.get(ROLE_ATTR, "search"),
+                "changed": {k: v for k, v in params.items() if v != "default"},
+                "value": t.value,
+                "stderr": launch.objective_se if launch else None,
+                "seconds_to_healthy": launch.seconds_to_healthy if launch else None,
+                "reason": t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
+            }
+        )
     return rows
 
 
@@ -225,7 +234,9 @@ def print_trials(storage: str, study: str, console: Console) -> None:
         changed = " ".join(f"{k}={v}" for k, v in r["changed"].items()) or "(defaults)"
         detail = changed if r["state"] == "complete" else f"{changed}  [red]{r['reason'] or ''}[/]"
         table.add_row(
-            str(r["number"]), r["state"], r["role"],
+            str(r["number"]),
+            r["state"],
+            r["role"],
             f"{r['value']:.4g}" if r["value"] is not None else "-",
             f"{r['stderr']:.2g}" if r["stderr"] is not None else "-",
             f"{r['seconds_to_healthy']:.1f}" if r["seconds_to_healthy"] is not None else "-",
@@ -241,38 +252,64 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
     store, space, _ = _open(storage, study)
     launch = store.launch_for_trial(study, number)
     if launch is None:
-        raise StoreError(f"trial {number} of {study!r} never launched a server (see `tuner trials`)")
-    console.print(f"[bold]Trial {number}[/] ({launch.role}) status {launch.status}"
-                  + (f": {launch.reason}" if launch.reason else ""))
+        raise StoreError(
+            f"trial {number} of {study!r} never launched a server (see `tuner trials`)"
+        )
+    console.print(
+        f"[bold]Trial {number}[/] ({launch.role}) status {launch.status}"
+        + (f": {launch.reason}" if launch.reason else "")
+    )
     console.print(f"command: {shlex.join(launch.argv)}", highlight=False, soft_wrap=True)
-    console.print(f"env: {' '.join(f'{k}={v}' for k, v in launch.env.items()) or '-'}",
-                  highlight=False, soft_wrap=True)
+    console.print(
+        f"env: {' '.join(f'{k}={v}' for k, v in launch.env.items()) or '-'}",
+        highlight=False,
+        soft_wrap=True,
+    )
     if launch.unset_env:
         console.print(f"unset: {' '.join(launch.unset_env)}", highlight=False)
-    console.print(f"pid {launch.pid} on {launch.host}; healthy after "
-                  f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}")
+    console.print(
+        f"pid {launch.pid} on {launch.host}; healthy after "
+        f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}"
+    )
     levels = store.levels(launch.id)
     if levels:
         table = Table(title="levels")
-        for col in ("round", "conc", "done", "err", "tok/s", "ttft p50", "tpot p50",
-                    "itl p99", "e2el p99", "flag"):
+        for col in (
+            "round",
+            "conc",
+            "done",
+            "err",
+            "tok/s",
+            "ttft p50",
+            "tpot p50",
+            "itl p99",
+            "e2el p99",
+            "flag",
+        ):
             table.add_column(col)
         for lv in levels:
             s = lv.summary
             table.add_row(
-                str(lv.round), str(lv.concurrency), str(lv.completed), str(lv.errors),
-                f"{lv.output_throughput or 0:.1f}", _ms(s, "ttft_ms", "p50"),
-                _ms(s, "tpot_ms", "p50"), _ms(s, "itl_ms", "p99"), _ms(s, "e2el_ms", "p99"),
+                str(lv.round),
+                str(lv.concurrency),
+                str(lv.completed),
+                str(lv.errors),
+                f"{lv.output_throughput or 0:.1f}",
+                _ms(s, "ttft_ms", "p50"),
+                _ms(s, "tpot_ms", "p50"),
+                _ms(s, "itl_ms", "p99"),
+                _ms(s, "e2el_ms", "p99"),
                 lv.flagged or "",
             )
         console.print(table)
     if launch.cleanup:
-        console.print(f"cleanup: {'clean' if launch.cleanup_ok else 'INCOMPLETE'} "
-                      f"{'; '.join(launch.cleanup.get('problems') or [])}")
+        console.print(
+            f"cleanup: {'clean' if launch.cleanup_ok else 'INCOMPLETE'} "
+            f"{'; '.join(launch.cleanup.get('problems') or [])}"
+        )
     if launch.log_tail:
         console.print("[bold]log tail[/]")
-        console.print("\n".join(launch.log_tail.splitlines()[-20:]), markup=False,
-                      highlight=False)
+        console.print("\n".join(launch.log_tail.splitlines()[-20:]), markup=False, highlight=False)
     row = store.study(study)
     if row and row.inventory:
         from tuner.telemetry import render_inventory_dict
@@ -300,27 +337,41 @@ def compare_report(storage: str, study: str, a: int, b: int) -> dict[str, Any]:
     ca, cb = by_trial[a], by_trial[b]
     cmp = result.compare(ca, cb)
     return {
-        "a": {"trial": a, "mean": ca.estimate.mean, "stderr": ca.estimate.se,
-              "launches": len(ca.launches)},
-        "b": {"trial": b, "mean": cb.estimate.mean, "stderr": cb.estimate.se,
-              "launches": len(cb.launches)},
-        "diff": cmp.diff, "rel_diff": cmp.rel_diff, "ci_low": cmp.ci_low, "ci_high": cmp.ci_high,
-        "verdict": cmp.verdict, "confidence": space.spec.stop.confidence,
+        "a": {
+            "trial": a,
+            "mean": ca.estimate.mean,
+            "stderr": ca.estimate.se,
+            "launches": len(ca.launches),
+        },
+        "b": {
+            "trial": b,
+            "mean": cb.estimate.mean,
+            "stderr": cb.estimate.se,
+            "launches": len(cb.launches),
+        },
+        "diff": cmp.diff,
+        "rel_diff": cmp.rel_diff,
+        "ci_low": cmp.ci_low,
+        "ci_high": cmp.ci_high,
+        "verdict": cmp.verdict,
+        "confidence": space.spec.stop.confidence,
         "min_gain": space.spec.stop.min_gain,
     }
 
 
 def print_compare(storage: str, study: str, a: int, b: int, console: Console) -> None:
     r = compare_report(storage, study, a, b)
-    console.print(
-        f"trial {a}: {r['a']['mean']:.4g} ± {r['a']['stderr']:.2g} ({r['a']['launches']} launches)\n"
-        f"trial {b}: {r['b']['mean']:.4g} ± {r['b']['stderr']:.2g} ({r['b']['launches']} launches)\n"
+    lines = [
+        f"trial {x}: {r[k]['mean']:.4g} ± {r[k]['stderr']:.2g} ({r[k]['launches']} launches)"
+        for x, k in ((a, "a"), (b, "b"))
+    ]
+    lines.append(
         f"difference A - B: {r['rel_diff']:+.2%}, {r['confidence']:.0%} interval "
-        f"[{r['ci_low']:+.2%}, {r['ci_high']:+.2%}] (minimum gain {r['min_gain']:.1%})\n"
-        f"[bold]verdict: A is {r['verdict']}[/]"
-        + ("" if r["verdict"] == "within noise" else " than B"),
-        highlight=False,
+        f"[{r['ci_low']:+.2%}, {r['ci_high']:+.2%}] (minimum gain {r['min_gain']:.1%})"
     )
+    suffix = "" if r["verdict"] == "within noise" else " than B"
+    lines.append(f"[bold]verdict: A is {r['verdict']}{suffix}[/]")
+    console.print("\n".join(lines), highlight=False)
 
 
 # --- tuner dashboard -----------------------------------------------------------------------

@@ -91,38 +91,40 @@ class TrialRunner:
         is left with a final status and reason before this returns or raises.
         """
         server = self.spec.server
-        devices = _visible_devices({**server.env, **settings.env})
+        devices = _visible_devices(server_env(server, settings, port=0))
         if self.gpu.available:
             ensure_gpus_idle(
-                self.gpu, devices,
+                self.gpu,
+                devices,
                 max_memory_mib=self.options.gpu_idle_max_memory_mib,
                 timeout_s=self.options.gpu_idle_timeout_s,
             )
         port = free_port(server.host) if server.port == "auto" else int(server.port)
-        trial_dir = (self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}")
-        trial_dir = trial_dir.resolve()
-        trial_dir.mkdir(parents=True, exist_ok=True)
-        names = {"trial_dir": str(trial_dir), "study_dir": str(trial_dir.parent)}
-        argv = server_argv(server, settings, port=port, **names)
-        env = server_env(server, settings, port=port, **names)
-        unset = frozenset(settings.unset - set(server.env))
-        launch = LaunchSpec(
-            argv=argv, env=env, unset=unset, host=server.host, port=port,
-            health_path=server.health_path, startup_timeout_s=server.startup_timeout_s,
-            stop_timeout_s=server.stop_timeout_s, log_path=trial_dir / "server.log",
-            cpus=server.cpus, gpu_devices=devices,
-        )
+        trial_dir = self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}"
+        launch = launch_spec_for(self.space, settings, port=port, trial_dir=trial_dir.resolve())
+        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv, env, unset = launch.argv, launch.env, launch.unset
         process = ServerProcess(launch, gpu=self.gpu if self.gpu.available else None)
         self.observer.trial_started(trial_number, role, settings.changed)
         identity = process.start()
         # The identity is in the database before we wait on the server, so a later
         # run can find and stop it if this process dies (kill -9, lost terminal).
         launch_id = self.store.add_launch(
-            study=self.space.study_name, trial_id=trial_id, trial_number=trial_number,
-            role=role, config_hash=settings.config_hash, params=dict(settings.params),
-            env=env, unset_env=sorted(unset), argv=argv, port=port, pid=identity.pid,
-            pgid=identity.pgid, create_time=identity.create_time,
-            cmdline=list(identity.cmdline), marker=identity.marker,
+            study=self.space.study_name,
+            trial_id=trial_id,
+            trial_number=trial_number,
+            role=role,
+            config_hash=settings.config_hash,
+            params=dict(settings.params),
+            env=env,
+            unset_env=sorted(unset),
+            argv=argv,
+            port=port,
+            pid=identity.pid,
+            pgid=identity.pgid,
+            create_time=identity.create_time,
+            cmdline=list(identity.cmdline),
+            marker=identity.marker,
             log_path=str(launch.log_path),
         )
         status, reason = LaunchStatus.FAILED, "interrupted"
@@ -135,8 +137,10 @@ class TrialRunner:
             self.observer.healthy(trial_number, seconds)
             outcome = self._benchmark(process, launch_id, trial_number, port, prune_check)
             outcome = LaunchOutcome(
-                launch_id=launch_id, round_values=outcome.round_values,
-                pruned_reason=outcome.pruned_reason, seconds_to_healthy=seconds,
+                launch_id=launch_id,
+                round_values=outcome.round_values,
+                pruned_reason=outcome.pruned_reason,
+                seconds_to_healthy=seconds,
                 headline=outcome.headline,
             )
             status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
@@ -154,8 +158,11 @@ class TrialRunner:
             report = process.stop()
             tail = process.log_tail(60)
             fields: dict[str, Any] = dict(
-                status=status, reason=reason, log_tail=tail,
-                cleanup_ok=report.clean, cleanup=_report_dict(report),
+                status=status,
+                reason=reason,
+                log_tail=tail,
+                cleanup_ok=report.clean,
+                cleanup=_report_dict(report),
                 finished_at=_utcnow(),
             )
             if outcome is not None:
@@ -185,9 +192,13 @@ class TrialRunner:
             self._record_inventory(base_url, process)
         model = spec.benchmark.model or bench.discover_model(base_url)
         level_of_objective = spec.objective_concurrency
-        gpu_sampler = telemetry.GpuSampler(
-            self.gpu, _device_indices(self.gpu), interval_s=self.options.telemetry_interval_s
-        ) if self.gpu.available else None
+        gpu_sampler = (
+            telemetry.GpuSampler(
+                self.gpu, _device_indices(self.gpu), interval_s=self.options.telemetry_interval_s
+            )
+            if self.gpu.available
+            else None
+        )
         host_sampler = telemetry.HostSampler(
             process.pid, interval_s=self.options.telemetry_interval_s
         )
@@ -218,9 +229,12 @@ class TrialRunner:
                         ).to_dict()
                     flags = [f for f in (summary.flagged, delta.warning) if f]
                     self.store.add_level(
-                        launch_id, round_index=round_index, summary=summary.to_dict(),
+                        launch_id,
+                        round_index=round_index,
+                        summary=summary.to_dict(),
                         requests=[_request_row(r) for r in result.records],
-                        server_metrics=delta.to_dict(), gpu_summary=gpu_summary,
+                        server_metrics=delta.to_dict(),
+                        gpu_summary=gpu_summary,
                         flagged="; ".join(flags) or None,
                     )
                     self.observer.level_done(trial_number, round_index, summary)
@@ -248,8 +262,10 @@ class TrialRunner:
                 ).to_dict(),
             )
         return LaunchOutcome(
-            launch_id=launch_id, round_values=tuple(round_values),
-            pruned_reason=pruned, headline=headline,
+            launch_id=launch_id,
+            round_values=tuple(round_values),
+            pruned_reason=pruned,
+            headline=headline,
         )
 
     def _record_inventory(self, base_url: str, process: ServerProcess) -> None:
@@ -258,6 +274,28 @@ class TrialRunner:
         )
         self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
         self._inventory_done = True
+
+
+def launch_spec_for(space: Space, settings: Settings, *, port: int, trial_dir: Path) -> LaunchSpec:
+    """How to start the server for these settings: argv, env, unset variables, log file."""
+    server = space.spec.server
+    names = {"trial_dir": str(trial_dir), "study_dir": str(trial_dir.parent)}
+    env = server_env(server, settings, port=port, **names)
+    return LaunchSpec(
+        argv=server_argv(server, settings, port=port, **names),
+        env=env,
+        # `default` removes a variable from the inherited environment too, unless the
+        # space's fixed env sets it on purpose.
+        unset=frozenset(settings.unset - set(server.env)),
+        host=server.host,
+        port=port,
+        health_path=server.health_path,
+        startup_timeout_s=server.startup_timeout_s,
+        stop_timeout_s=server.stop_timeout_s,
+        log_path=trial_dir / "server.log",
+        cpus=server.cpus,
+        gpu_devices=_visible_devices(env),
+    )
 
 
 def _visible_devices(env: dict[str, str]) -> list[int] | None:
@@ -282,20 +320,26 @@ def _headline(summary: Any) -> dict[str, float]:
 
 def _request_row(record: Any) -> dict[str, Any]:
     return dict(
-        idx=record.index, start_s=record.start_s, ttft_s=record.ttft_s, e2el_s=record.e2el_s,
-        itl_s=list(record.itl_s), prompt_tokens=record.prompt_tokens,
-        output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
-        tokens_estimated=record.tokens_estimated, error=record.error,
+        idx=record.index,
+        start_s=record.start_s,
+        ttft_s=record.ttft_s,
+        e2el_s=record.e2el_s,
+        itl_s=list(record.itl_s),
+        prompt_tokens=record.prompt_tokens,
+        output_tokens=record.output_tokens,
+        reasoning_tokens=record.reasoning_tokens,
+        tokens_estimated=record.tokens_estimated,
+        error=record.error,
     )
 
 
 def _sample_rows(gpu_samples: Sequence[Any], host_samples: Sequence[Any]) -> list[dict[str, Any]]:
     rows = [
-        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=_asdict(s))
-        for s in gpu_samples
+        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=_asdict(s)) for s in gpu_samples
     ]
-    rows += [dict(kind="host", time_s=s.time_s, gpu_index=None, data=_asdict(s))
-             for s in host_samples]
+    rows += [
+        dict(kind="host", time_s=s.time_s, gpu_index=None, data=_asdict(s)) for s in host_samples
+    ]
     return rows
 
 

@@ -63,7 +63,7 @@ def suggest(trial: optuna.trial.BaseTrial, spec: SpaceSpec) -> Settings:
     fixed: Mapping[str, Any] = trial.user_attrs.get(PARAMS_ATTR) or {}
     params: dict[str, Scalar] = {}
     for name, param in spec.params.items():
-        if name in fixed and is_default(fixed[name]) and param.choices is None:
+        if name in fixed and is_default(fixed[name]) and not _offers_default(param):
             params[name] = DEFAULT
         else:
             params[name] = _suggest_one(trial, name, param)
@@ -79,8 +79,14 @@ def _suggest_one(trial: optuna.trial.BaseTrial, name: str, param: ParamSpec) -> 
         return trial.suggest_int(name, low, high, step=step, log=param.log)
     assert param.float_range is not None
     low_f, high_f = param.float_range
-    return trial.suggest_float(name, low_f, high_f, step=None if param.log else param.step,
-                               log=param.log)
+    return trial.suggest_float(
+        name, low_f, high_f, step=None if param.log else param.step, log=param.log
+    )
+
+
+def _offers_default(param: ParamSpec) -> bool:
+    """Whether optuna's distribution of this param holds the word ``default``."""
+    return param.choices is not None and DEFAULT in param.choices
 
 
 def baseline_params(spec: SpaceSpec) -> dict[str, Scalar]:
@@ -89,11 +95,11 @@ def baseline_params(spec: SpaceSpec) -> dict[str, Scalar]:
 
 
 def optuna_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> dict[str, Scalar]:
-    """The subset optuna can enqueue: choices always, ranges only when not ``default``."""
+    """The subset optuna can enqueue: ``default`` only where the distribution offers it."""
     return {
         name: value
         for name, value in params.items()
-        if name in spec.params and (spec.params[name].choices is not None or not is_default(value))
+        if name in spec.params and (not is_default(value) or _offers_default(spec.params[name]))
     }
 
 
@@ -122,8 +128,12 @@ def settings_from_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> Setti
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "<=": operator.le, ">=": operator.ge, "==": operator.eq,
-    "!=": operator.ne, "<": operator.lt, ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
 }
 
 
@@ -169,7 +179,9 @@ def server_argv(server: ServerSpec, settings: Settings, *, port: int, **names: s
     return [_fill(arg, values) for arg in server.command] + list(settings.args)
 
 
-def server_env(server: ServerSpec, settings: Settings, *, port: int, **names: str) -> dict[str, str]:
+def server_env(
+    server: ServerSpec, settings: Settings, *, port: int, **names: str
+) -> dict[str, str]:
     """The variables to set: the space's fixed env (placeholders filled), then the trial's."""
     values = _placeholders(settings, port, names)
     return {**{k: _fill(v, values) for k, v in server.env.items()}, **settings.env}
@@ -204,5 +216,8 @@ def _number_or_text(value: Any) -> Any:
 
 def _canonical(value: Any) -> Any:
     # 8 and "8" and 8.0 are the same setting once they become text in argv or env.
-    return _env_text(value) if not isinstance(value, float) or not value.is_integer() \
+    return (
+        _env_text(value)
+        if not isinstance(value, float) or not value.is_integer()
         else str(int(value))
+    )

@@ -275,9 +275,14 @@ class Store:
         with self.session() as s:
             return [
                 ServerIdentityRecord(
-                    launch_id=r.id, trial_id=r.trial_id, pid=r.pid, pgid=r.pgid,
-                    create_time=r.create_time, cmdline=tuple(r.cmdline or ()),
-                    marker=r.marker or "", host=r.host,
+                    launch_id=r.id,
+                    trial_id=r.trial_id,
+                    pid=r.pid,
+                    pgid=r.pgid,
+                    create_time=r.create_time,
+                    cmdline=tuple(r.cmdline or ()),
+                    marker=r.marker or "",
+                    host=r.host,
                 )
                 for r in s.scalars(query)
             ]

@@ -66,8 +66,11 @@ def open_study(storage: str, name: str, direction: str, seed: int | None) -> opt
             seed=seed, n_startup_trials=5, multivariate=True, group=True
         )
     return optuna.create_study(
-        storage=storage, study_name=name, direction=direction,
-        sampler=sampler, load_if_exists=True,
+        storage=storage,
+        study_name=name,
+        direction=direction,
+        sampler=sampler,
+        load_if_exists=True,
     )
 
 
@@ -103,11 +106,16 @@ def run_sweep(
     if controller.launched(study) < n_trials:
         try:
             study.optimize(
-                objective, n_trials=None, callbacks=[controller],
-                catch=(LaunchError, BenchmarkError), gc_after_trial=False,
+                objective,
+                n_trials=None,
+                callbacks=[controller],
+                catch=(LaunchError, BenchmarkError),
+                gc_after_trial=False,
             )
         except KeyboardInterrupt:
-            controller.finish(study, "interrupted", "stopped by Ctrl-C; run the same command to resume")
+            controller.finish(
+                study, "interrupted", "stopped by Ctrl-C; run the same command to resume"
+            )
             raise
     else:
         controller.finish(study, "budget", f"the budget of {n_trials} launches was already used")
@@ -143,8 +151,11 @@ def run_trial(
     prune_check = controller.prune_check(trial.study) if role == "search" else None
     try:
         outcome = runner.run(
-            trial_id=trial._trial_id, trial_number=trial.number, role=role,
-            settings=settings, prune_check=prune_check,
+            trial_id=trial._trial_id,
+            trial_number=trial.number,
+            role=role,
+            settings=settings,
+            prune_check=prune_check,
         )
     except (LaunchError, BenchmarkError) as exc:
         trial.set_user_attr(REASON_ATTR, getattr(exc, "reason", None) or str(exc))
@@ -174,7 +185,8 @@ def enqueue_baselines(study: optuna.Study, space: Space) -> None:
     """Queue the baseline until it has been (or is about to be) launched enough times."""
     wanted = space.spec.stop.baseline_launches
     have = sum(
-        1 for t in study.get_trials(deepcopy=False)
+        1
+        for t in study.get_trials(deepcopy=False)
         if t.user_attrs.get(ROLE_ATTR) == "baseline"
         and t.state in (TrialState.COMPLETE, TrialState.WAITING)
     )
@@ -198,8 +210,11 @@ def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserv
         if record.host != host or _worker_alive(study, record.trial_id):
             continue
         identity = launcher.ProcessIdentity(
-            pid=record.pid or -1, pgid=record.pgid or -1,
-            create_time=record.create_time or 0.0, cmdline=record.cmdline, hostname=record.host,
+            pid=record.pid or -1,
+            pgid=record.pgid or -1,
+            create_time=record.create_time or 0.0,
+            cmdline=record.cmdline,
+            hostname=record.host,
             marker=record.marker,
         )
         stopped = record.pid is not None and launcher.reap_leftover(identity, stop_timeout_s=30)
@@ -209,14 +224,9 @@ def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserv
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = trial.user_attrs.get(WORKER_ATTR, "")
         if worker.split(":")[0] == host and not _pid_alive(worker):
+            study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, "interrupted")
             study.tell(trial.number, state=TrialState.FAIL)
-            store_trial_reason(study, trial.number, "interrupted")
             observer.message(f"trial {trial.number} was interrupted; marked failed")
-
-
-def store_trial_reason(study: optuna.Study, number: int, reason: str) -> None:
-    trial_id = study.trials[number]._trial_id
-    study._storage.set_trial_user_attr(trial_id, REASON_ATTR, reason)
 
 
 def _worker_alive(study: optuna.Study, trial_id: int | None) -> bool:
@@ -263,14 +273,18 @@ class SweepController:
 
     def launched(self, study: optuna.Study) -> int:
         return sum(
-            1 for t in study.get_trials(deepcopy=False)
+            1
+            for t in study.get_trials(deepcopy=False)
             if t.user_attrs.get(LAUNCHED_ATTR) and t.state != TrialState.RUNNING
         )
 
     def previous_trial_of(self, study: optuna.Study, config_hash: str, number: int) -> int | None:
         for t in study.get_trials(deepcopy=False):
-            if (t.number != number and t.user_attrs.get(HASH_ATTR) == config_hash
-                    and t.user_attrs.get(LAUNCHED_ATTR)):
+            if (
+                t.number != number
+                and t.user_attrs.get(HASH_ATTR) == config_hash
+                and t.user_attrs.get(LAUNCHED_ATTR)
+            ):
                 return t.number
         return None
 
@@ -283,8 +297,11 @@ class SweepController:
 
         def check(rounds: Sequence[float]) -> str | None:
             if stats.should_prune(
-                rounds, best.estimate, direction=self.spec.direction,
-                confidence=self.spec.stop.confidence, noise=result.noise,
+                rounds,
+                best.estimate,
+                direction=self.spec.direction,
+                confidence=self.spec.stop.confidence,
+                noise=result.noise,
             ):
                 return (
                     f"pruned after {len(rounds)} rounds: cannot reach the best "
@@ -305,23 +322,32 @@ class SweepController:
         self.queue_confirmations(study, result)
         self._track_gain(study, result, trial)
 
-        launched = self.launched(study)
-        if launched >= self.n_trials:
-            self.finish(study, "budget", f"used the budget of {self.n_trials} launches")
-        elif result.all_failed(min_launches=self.spec.stop.baseline_launches):
-            self.finish(study, "all_failed", "every launch failed; see `tuner trials` for reasons")
-        elif self._plateau(study):
-            self.finish(study, "plateau", self._plateau_sentence(study, result))
-        elif self._idle_proposals >= MAX_IDLE_PROPOSALS:
-            self.finish(study, "exhausted",
-                        f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
-                        "constraints: the space looks exhausted")
+        verdict = self._stop_verdict(study, result)
+        if verdict is not None:
+            self.finish(study, *verdict)
+            study.stop()  # optuna's own way out of optimize(), after this callback
+
+    def _stop_verdict(
+        self, study: optuna.Study, result: analysis.StudyAnalysis
+    ) -> tuple[str, str] | None:
+        """(reason, sentence) when the sweep should stop now, else None."""
+        if self.launched(study) >= self.n_trials:
+            return "budget", f"used the budget of {self.n_trials} launches"
+        if result.all_failed(min_launches=self.spec.stop.baseline_launches):
+            return "all_failed", "every launch failed; see `tuner trials` for the reasons"
+        if self._plateau(study):
+            return "plateau", self._plateau_sentence(study, result)
+        if self._idle_proposals >= MAX_IDLE_PROPOSALS:
+            return "exhausted", (
+                f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
+                "constraints: the space looks exhausted"
+            )
+        return None
 
     def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
         study.set_user_attr("stop_reason", reason)
         study.set_user_attr("stop_detail", detail)
-        study.stop()
 
     def queue_confirmations(
         self, study: optuna.Study, result: analysis.StudyAnalysis | None = None
@@ -337,12 +363,16 @@ class SweepController:
                 continue
             study.enqueue_trial(
                 optuna_params(self.spec, config.params),
-                user_attrs={ROLE_ATTR: "confirm", PARAMS_ATTR: config.params,
-                            HASH_ATTR: config.config_hash},
+                user_attrs={
+                    ROLE_ATTR: "confirm",
+                    PARAMS_ATTR: config.params,
+                    HASH_ATTR: config.config_hash,
+                },
                 skip_if_exists=False,
             )
             self.observer.message(
-                f"trial {config.trials[-1]} looks better than the best; launching it again to confirm"
+                f"trial {config.trials[-1]} looks better than the best; "
+                "launching it again to confirm"
             )
 
     # --- internals -------------------------------------------------------------------------
@@ -366,8 +396,9 @@ class SweepController:
             study.set_user_attr("tuner_incumbent", best.config_hash)
             study.set_user_attr("tuner_last_gain_trial", trial.number)
             return
-        if best.config_hash != incumbent and result.significantly_better(best.config_hash,
-                                                                         incumbent):
+        if best.config_hash != incumbent and result.significantly_better(
+            best.config_hash, incumbent
+        ):
             study.set_user_attr("tuner_incumbent", best.config_hash)
             study.set_user_attr("tuner_last_gain_trial", trial.number)
             self.observer.message(f"new best: trial {best.trials[0]} ({result.describe(best)})")
@@ -377,9 +408,12 @@ class SweepController:
         if last_gain is None:
             return 0
         return sum(
-            1 for t in study.get_trials(deepcopy=False)
-            if t.number > last_gain and t.user_attrs.get(LAUNCHED_ATTR)
-            and t.user_attrs.get(ROLE_ATTR) == "search" and t.state.is_finished()
+            1
+            for t in study.get_trials(deepcopy=False)
+            if t.number > last_gain
+            and t.user_attrs.get(LAUNCHED_ATTR)
+            and t.user_attrs.get(ROLE_ATTR) == "search"
+            and t.state.is_finished()
         )
 
     def _plateau(self, study: optuna.Study) -> bool:

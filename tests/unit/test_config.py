@@ -101,10 +101,12 @@ def test_constraint_that_is_not_a_comparison_is_refused_without_eval() -> None:
 
 
 def test_range_checks() -> None:
-    assert "low <= high" in _error(_with(params__max_num_seqs={"args": ["--x", "{value}"],
-                                                               "int": [9, 2]}))
-    assert "above 0" in _error(_with(params__max_num_seqs={"args": ["--x", "{value}"],
-                                                           "int": [0, 8], "log": True}))
+    assert "low <= high" in _error(
+        _with(params__max_num_seqs={"args": ["--x", "{value}"], "int": [9, 2]})
+    )
+    assert "above 0" in _error(
+        _with(params__max_num_seqs={"args": ["--x", "{value}"], "int": [0, 8], "log": True})
+    )
 
 
 def test_load_space_reports_yaml_errors_and_missing_files(tmp_path: Path) -> None:

@@ -41,15 +41,26 @@ SPACE = parse_space(
 
 def test_fixed_trial_becomes_env_and_args_in_file_order() -> None:
     trial = optuna.trial.FixedTrial(
-        {"NCCL_ALGO": "allreduce:ring", "MIN": 4, "MAX": "default", "compilation": 0,
-         "eager": True, "seqs": 64}
+        {
+            "NCCL_ALGO": "allreduce:ring",
+            "MIN": 4,
+            "MAX": "default",
+            "compilation": 0,
+            "eager": True,
+            "seqs": 64,
+        }
     )
     s = suggest(trial, SPACE)
     assert s.env == {"NCCL_ALGO": "allreduce:ring", "NCCL_MIN_NCHANNELS": "4"}
     assert s.unset == {"NCCL_MAX_NCHANNELS"}
     assert s.args == ("-O0", "--enforce-eager", "--max-num-seqs", "64")
-    assert s.changed == {"NCCL_ALGO": "allreduce:ring", "MIN": 4, "compilation": 0,
-                         "eager": True, "seqs": 64}
+    assert s.changed == {
+        "NCCL_ALGO": "allreduce:ring",
+        "MIN": 4,
+        "compilation": 0,
+        "eager": True,
+        "seqs": 64,
+    }
 
 
 def test_default_everywhere_sets_nothing_and_unsets_every_env_param() -> None:

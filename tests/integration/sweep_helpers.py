@@ -1,0 +1,52 @@
+"""Small space files against `tuner sim` for the sweep's integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FAST_SIM = [
+    "{python}",
+    "-m",
+    "tuner.sim",
+    "--load-seconds",
+    "0.2",
+    "--time-scale",
+    "0.1",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "{port}",
+]
+
+
+def write_space(tmp_path: Path, name: str = "fast", **overrides: Any) -> Path:
+    """A space that runs a trial in about a second: fast sim, two short rounds, one level."""
+    space: dict[str, Any] = {
+        "study": name,
+        "server": {"command": FAST_SIM, "startup_timeout_s": 30, "stop_timeout_s": 5},
+        "params": {
+            "NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "Simple"]},
+            "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]},
+        },
+        "benchmark": {
+            "prompt_tokens": 16,
+            "max_tokens": 16,
+            "concurrency": [1],
+            "requests": 2,
+            "warmup": 0,
+            "rounds": 2,
+        },
+        "objective": {"metric": "output_throughput", "concurrency": 1},
+        "stop": {"baseline_launches": 1, "patience": 20},
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(space.get(key), dict):
+            space[key] = {**space[key], **value}
+        else:
+            space[key] = value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(space, sort_keys=False))
+    return path

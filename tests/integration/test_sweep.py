@@ -1,0 +1,179 @@
+"""The whole loop against `tuner sim` as a real subprocess: real launcher, SQLite, HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import optuna
+import pytest
+
+from tests.integration.sweep_helpers import write_space
+from tuner.config import load_space
+from tuner.launcher import ServerProcess, free_port
+from tuner.runner import launch_spec_for
+from tuner.space import settings_from_params
+from tuner.store import Store
+from tuner.sweep import run_sweep
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+def _tuner(*args: str, cwd: Path, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tuner", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_env_and_flags_reach_the_server_and_default_unsets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    space = load_space(write_space(tmp_path))
+    # Inherited from the user's shell, but `default` means the server must not see it.
+    monkeypatch.setenv("NCCL_PROTO", "Simple")
+    settings = settings_from_params(space.spec, {"NCCL_PROTO": "default", "compilation": 0})
+    spec = launch_spec_for(space, settings, port=free_port(), trial_dir=tmp_path / "t0")
+    with ServerProcess(spec) as server:
+        server.start()
+        server.wait_healthy()
+        seen = httpx.get(f"http://127.0.0.1:{spec.port}/sim/config").json()
+    assert "-O0" in seen["argv"]
+    assert "NCCL_PROTO" not in seen["env"]
+
+    settings = settings_from_params(space.spec, {"NCCL_PROTO": "LL", "compilation": "default"})
+    spec = launch_spec_for(space, settings, port=free_port(), trial_dir=tmp_path / "t1")
+    with ServerProcess(spec) as server:
+        server.start()
+        server.wait_healthy()
+        seen = httpx.get(f"http://127.0.0.1:{spec.port}/sim/config").json()
+    assert seen["env"]["NCCL_PROTO"] == "LL"
+    assert not any(a.startswith("-O") for a in seen["argv"])
+
+
+def test_a_config_that_kills_the_server_is_a_failed_trial_and_the_sweep_goes_on(
+    tmp_path: Path,
+) -> None:
+    path = write_space(
+        tmp_path,
+        params={"NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["Foo"]}},
+    )
+    storage = f"sqlite:///{tmp_path}/e.db"
+    result = run_sweep(load_space(path), storage=storage, n_trials=2, seed=1)
+    study = optuna.load_study(study_name="fast", storage=storage)
+    states = [t.state.name for t in study.trials]
+    assert states[:2] == ["COMPLETE", "FAIL"]
+    failed = Store(storage).launches("fast", status="failed")
+    assert len(failed) == 1
+    assert "exited with code" in (failed[0].reason or "")
+    assert "NCCL_PROTO" in (failed[0].reason or "") + (failed[0].log_tail or "")
+    assert result.launched == 2
+
+
+def test_cli_sweep_best_json_trials_and_resume(tmp_path: Path) -> None:
+    path = write_space(tmp_path)
+    run = _tuner("run", "--space", str(path), "--trials", "3", "--seed", "3", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert (tmp_path / "experiments.db").exists()
+    assert "trial   0 baseline" in run.stdout
+
+    best = _tuner("best", "--space", str(path), "--format", "json", cwd=tmp_path)
+    assert best.returncode == 0, best.stderr
+    answer = json.loads(best.stdout)
+    for key in ("study", "best", "recommended", "baseline", "stop_reason", "trials"):
+        assert key in answer
+    for key in ("trial", "params", "env", "args", "value", "stderr"):
+        assert key in answer["recommended"]
+    assert set(answer["baseline"]["params"]) == {"NCCL_PROTO", "compilation"}
+    assert (
+        answer["trials"]["complete"] + answer["trials"]["pruned"] + answer["trials"]["failed"] >= 3
+    )
+    assert answer["stop_reason"] == "budget"
+
+    # The same command with a bigger budget resumes the same study.
+    again = _tuner("run", "--space", str(path), "--trials", "4", "--seed", "3", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    study = optuna.load_study(study_name="fast", storage=f"sqlite:///{tmp_path}/experiments.db")
+    launched = [t for t in study.trials if t.user_attrs.get("tuner_launched")]
+    assert len(launched) == 4
+
+    listing = _tuner("trials", "--space", str(path), cwd=tmp_path)
+    assert listing.returncode == 0 and "baseline" in listing.stdout
+
+
+def test_ctrl_c_stops_the_server_marks_the_trial_and_exits_non_zero(tmp_path: Path) -> None:
+    path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    store_url = f"sqlite:///{tmp_path}/experiments.db"
+    server_pid = _wait_for_running_launch(tmp_path, store_url)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert not _alive(server_pid)
+    launches = Store(store_url).launches("fast")
+    assert launches[-1].status == "failed" and launches[-1].reason == "interrupted"
+    assert "resume" in out
+
+
+def test_a_killed_tuner_leaves_a_server_the_next_run_stops(tmp_path: Path) -> None:
+    path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    store_url = f"sqlite:///{tmp_path}/experiments.db"
+    server_pid = _wait_for_running_launch(tmp_path, store_url)
+    proc.kill()  # kill -9: no cleanup runs in tuner
+    proc.wait(timeout=10)
+    assert _alive(server_pid), "the server runs in its own session and survives tuner"
+
+    again = _tuner("run", "--space", str(path), "--trials", "2", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert not _alive(server_pid)
+    first = Store(store_url).launches("fast")[0]
+    assert first.status == "failed" and first.reason == "interrupted"
+    study = optuna.load_study(study_name="fast", storage=store_url)
+    assert study.trials[0].state.name == "FAIL"
+    assert sum(1 for t in study.trials if t.state.name == "COMPLETE") >= 1
+
+
+def _wait_for_running_launch(tmp_path: Path, store_url: str, timeout: float = 120) -> int:
+    """Poll the database until a launch is benchmarking; return its server pid."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (tmp_path / "experiments.db").exists():
+            try:
+                rows = Store(store_url).launches("fast", status="running")
+            except Exception:
+                rows = []
+            if rows and rows[-1].seconds_to_healthy is not None and rows[-1].pid:
+                return rows[-1].pid
+        time.sleep(0.1)
+    raise AssertionError("no launch became healthy in time")
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
