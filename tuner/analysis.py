@@ -19,6 +19,10 @@ from tuner.space import is_default
 from tuner.store import LaunchRow, LaunchStatus, Store
 
 
+SCREEN_CONFIDENCE = 0.8
+"""Confidence of the screening test that earns a configuration a confirmation launch."""
+
+
 @dataclass(frozen=True)
 class ConfigResult:
     """One configuration and every completed launch of it."""
@@ -111,18 +115,29 @@ class StudyAnalysis:
         return self.compare(a, b).verdict == "better"
 
     def needs_confirmation(self, confirmations: int) -> list[ConfigResult]:
-        """Unconfirmed configurations whose mean beats the best's by more than min_gain."""
+        """Unconfirmed configurations that pass the screening test against the best.
+
+        Screening is looser than the final test (SCREEN_CONFIDENCE, not stop.confidence):
+        a launch is cheap next to missing a real gain, and the confirmation launches
+        then decide at full confidence whether it becomes the best.
+        """
         if confirmations <= 0:
             return []
         best = self.best
         if best is None:
             return []
-        sign = 1.0 if self.direction == "maximize" else -1.0
-        threshold = self.space.spec.stop.min_gain * abs(best.estimate.mean)
+        stop = self.space.spec.stop
         return [
             c
             for c in self.configs.values()
-            if not self.confirmed(c) and sign * (c.estimate.mean - best.estimate.mean) > threshold
+            if not self.confirmed(c)
+            and stats.is_significant_gain(
+                c.estimate,
+                best.estimate,
+                direction=self.direction,
+                min_gain=stop.min_gain,
+                confidence=min(SCREEN_CONFIDENCE, stop.confidence),
+            )
         ]
 
     def all_failed(self, *, min_launches: int) -> bool:
