@@ -18,7 +18,6 @@ from tuner.config import Space
 from tuner.space import is_default
 from tuner.store import LaunchRow, LaunchStatus, Store
 
-
 SCREEN_CONFIDENCE = 0.8
 """Confidence of the screening test that earns a configuration a confirmation launch."""
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend
 from tuner.launcher import LaunchSpec, ServerProcess, ensure_gpus_idle, free_port
+from tuner.monitor import LaunchMonitor
 from tuner.space import Settings, server_argv, server_env
 from tuner.store import LaunchStatus, Store
 
@@ -186,64 +186,32 @@ class TrialRunner:
         port: int,
         prune_check: PruneCheck | None,
     ) -> LaunchOutcome:
+        """Every round of every level; the objective's value per round; pruning between."""
         spec = self.spec
         base_url = f"http://{spec.server.host}:{port}"
         if not self._inventory_done:
             self._record_inventory(base_url, process)
         model = spec.benchmark.model or bench.discover_model(base_url)
-        level_of_objective = spec.objective_concurrency
-        gpu_sampler = (
-            telemetry.GpuSampler(
-                self.gpu, _device_indices(self.gpu), interval_s=self.options.telemetry_interval_s
-            )
-            if self.gpu.available
-            else None
+        monitor = LaunchMonitor(
+            self.gpu,
+            server_pid=process.pid,
+            base_url=base_url,
+            interval_s=self.options.telemetry_interval_s,
         )
-        host_sampler = telemetry.HostSampler(
-            process.pid, interval_s=self.options.telemetry_interval_s
-        )
-        if gpu_sampler:
-            gpu_sampler.start()
-        host_sampler.start()
         round_values: list[float] = []
         headline: dict[str, float] = {}
         pruned: str | None = None
+        tokens, seconds = 0, 0.0
         try:
+            monitor.start()
             for round_index in range(spec.benchmark.rounds):
                 for concurrency in spec.benchmark.concurrency:
-                    load = bench.load_from_benchmark_spec(spec.benchmark, concurrency, model)
-                    if round_index > 0:  # the server is warm after the first round
-                        load = dataclasses.replace(load, warmup=0)
-                    before = telemetry.scrape_metrics(base_url)
-                    started = time.time()
-                    result = bench.measure_level(base_url, load, round_index=round_index)
-                    after = telemetry.scrape_metrics(base_url)
-                    summary = metrics.summarize(result)
-                    delta = telemetry.metrics_delta(before, after)
-                    gpu_summary = None
-                    if gpu_sampler:
-                        gpu_summary = telemetry.summarize_gpu(
-                            gpu_sampler.samples_since(started),
-                            output_tokens=summary.output_tokens,
-                            duration_s=result.duration_s,
-                        ).to_dict()
-                    flags = [f for f in (summary.flagged, delta.warning) if f]
-                    self.store.add_level(
-                        launch_id,
-                        round_index=round_index,
-                        summary=summary.to_dict(),
-                        requests=[_request_row(r) for r in result.records],
-                        server_metrics=delta.to_dict(),
-                        gpu_summary=gpu_summary,
-                        flagged="; ".join(flags) or None,
+                    summary = self._measure_level(
+                        monitor, base_url, model, launch_id, round_index, concurrency
                     )
                     self.observer.level_done(trial_number, round_index, summary)
-                    if summary.completed == 0:
-                        raise BenchmarkError(
-                            f"every request failed at concurrency {concurrency}: "
-                            f"{_first_error(result)}"
-                        )
-                    if concurrency == level_of_objective:
+                    tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
+                    if concurrency == spec.objective_concurrency:
                         round_values.append(summary.metric(spec.objective.metric))
                         headline = _headline(summary)
                 if prune_check is not None and round_index + 1 < spec.benchmark.rounds:
@@ -251,22 +219,52 @@ class TrialRunner:
                     if pruned:
                         break
         finally:
-            host_samples = host_sampler.stop()
-            gpu_samples = gpu_sampler.stop() if gpu_sampler else []
-            self.store.add_samples(launch_id, _sample_rows(gpu_samples, host_samples))
-        if gpu_samples:
-            self.store.update_launch(
-                launch_id,
-                gpu_summary=telemetry.summarize_gpu(
-                    gpu_samples, output_tokens=0, duration_s=0.0
-                ).to_dict(),
+            samples = monitor.stop()
+            self.store.add_samples(launch_id, samples)
+        if monitor.gpu_sampler is not None:
+            gpu = telemetry.summarize_gpu(
+                monitor.gpu_sampler.records(), output_tokens=tokens, duration_s=seconds
             )
+            self.store.update_launch(launch_id, gpu_summary=gpu.to_dict())
         return LaunchOutcome(
             launch_id=launch_id,
             round_values=tuple(round_values),
             pruned_reason=pruned,
             headline=headline,
         )
+
+    def _measure_level(
+        self,
+        monitor: LaunchMonitor,
+        base_url: str,
+        model: str,
+        launch_id: int,
+        round_index: int,
+        concurrency: int,
+    ) -> Any:
+        """One level: measure, summarise, store with its telemetry; fail if nothing came back."""
+        load = bench.load_from_benchmark_spec(self.spec.benchmark, concurrency, model)
+        if round_index > 0:  # the server is warm after the first round
+            load = dataclasses.replace(load, warmup=0)
+        window = monitor.level()
+        result = bench.measure_level(base_url, load, round_index=round_index)
+        summary = metrics.summarize(result)
+        seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
+        flags = [f for f in (summary.flagged, seen.warning) if f]
+        self.store.add_level(
+            launch_id,
+            round_index=round_index,
+            summary={**summary.to_dict(), "host": seen.host},
+            requests=[_request_row(r) for r in result.records],
+            server_metrics=seen.server_metrics,
+            gpu_summary=seen.gpu,
+            flagged="; ".join(flags) or None,
+        )
+        if summary.completed == 0:
+            raise BenchmarkError(
+                f"every request failed at concurrency {concurrency}: {_first_error(result)}"
+            )
+        return summary
 
     def _record_inventory(self, base_url: str, process: ServerProcess) -> None:
         inventory = telemetry.collect_inventory(
@@ -309,10 +307,6 @@ def _visible_devices(env: dict[str, str]) -> list[int] | None:
         return None  # UUIDs or MIG names: check every GPU rather than guess
 
 
-def _device_indices(gpu: GpuBackend) -> list[int]:
-    return list(range(gpu.device_count()))
-
-
 def _headline(summary: Any) -> dict[str, float]:
     names = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
     return {name: summary.metric(name) for name in names}
@@ -333,24 +327,10 @@ def _request_row(record: Any) -> dict[str, Any]:
     )
 
 
-def _sample_rows(gpu_samples: Sequence[Any], host_samples: Sequence[Any]) -> list[dict[str, Any]]:
-    rows = [
-        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=_asdict(s)) for s in gpu_samples
-    ]
-    rows += [
-        dict(kind="host", time_s=s.time_s, gpu_index=None, data=_asdict(s)) for s in host_samples
-    ]
-    return rows
-
-
-def _asdict(obj: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(obj).items()}
-
-
 def _report_dict(report: Any) -> dict[str, Any]:
-    return _asdict(report)
+    return {
+        k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(report).items()
+    }
 
 
 def _first_error(result: Any) -> str:
