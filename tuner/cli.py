@@ -166,6 +166,23 @@ def compare(
 
 @app.command()
 @handles_errors
+def cleanup(
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+) -> None:
+    """Stop servers left by a tuner that was killed, and mark their trials failed."""
+    from tuner.console import MessageObserver
+    from tuner.sweep import cleanup as run_cleanup
+
+    observer = MessageObserver(out)
+    seen = run_cleanup(storage, study, observer)
+    out.print(
+        f"Checked {seen} stud{'y' if seen == 1 else 'ies'}; {observer.count} left-overs handled."
+    )
+
+
+@app.command()
+@handles_errors
 def dashboard(
     storage: StorageOpt = DEFAULT_STORAGE,
     port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,

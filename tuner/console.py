@@ -15,6 +15,18 @@ from tuner.runner import RunnerOptions
 from tuner.sweep import SweepResult, run_sweep
 
 
+class MessageObserver(SweepObserver):
+    """Prints the sweep's notices only (for commands that launch nothing)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.count = 0
+
+    def message(self, text: str) -> None:
+        self.count += 1
+        self.console.print(f"[yellow]•[/] {text}", highlight=False)
+
+
 class ConsoleObserver(SweepObserver):
     """Renders sweep events: a trials bar, a phase line (loading 56%, round 2/3), trial lines."""
 

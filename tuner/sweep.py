@@ -199,6 +199,21 @@ def enqueue_baselines(study: optuna.Study, space: Space) -> None:
         )
 
 
+def cleanup(storage: str, study_name: str | None, observer: SweepObserver) -> int:
+    """`tuner cleanup`: recover every study (or one) of a storage; the number of studies seen."""
+    names = (
+        [study_name]
+        if study_name
+        else [
+            s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)
+        ]
+    )
+    store = Store(storage)
+    for name in names:
+        recover_interrupted(optuna.load_study(study_name=name, storage=storage), store, observer)
+    return len(names)
+
+
 def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserver) -> None:
     """After a crash of tuner: stop servers it left behind, fail the trials it left RUNNING.
 

@@ -177,3 +177,24 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_tuner_cleanup_stops_a_left_server_without_running_a_trial(tmp_path: Path) -> None:
+    path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    store_url = f"sqlite:///{tmp_path}/experiments.db"
+    server_pid = _wait_for_running_launch(tmp_path, store_url)
+    proc.kill()
+    proc.wait(timeout=10)
+
+    done = _tuner("cleanup", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert f"stopped server pid {server_pid}" in done.stdout
+    assert not _alive(server_pid)
+    assert Store(store_url).launches("fast")[0].reason == "interrupted"
+    assert len(Store(store_url).launches("fast")) == 1  # cleanup launched nothing
