@@ -31,7 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from tuner.errors import StoreError
@@ -208,11 +208,24 @@ class Store:
     def __init__(self, url: str = DEFAULT_STORAGE) -> None:
         self.url = url
         self.engine = make_engine(url)
-        try:
-            Base.metadata.create_all(self.engine)
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot create tuner tables in {url!r}: {exc}") from exc
+        self._create_tables()
         self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def _create_tables(self, attempts: int = 3) -> None:
+        """Create the tuner_* tables unless they exist.
+
+        Workers starting at once on a shared PostgreSQL race to create them; the
+        loser sees a unique violation, and its retry finds the tables in place.
+        """
+        for attempt in range(attempts):
+            try:
+                Base.metadata.create_all(self.engine)
+                return
+            except IntegrityError:
+                if attempt + 1 == attempts:
+                    raise StoreError(f"cannot create tuner tables in {self.url!r}") from None
+            except SQLAlchemyError as exc:
+                raise StoreError(f"cannot create tuner tables in {self.url!r}: {exc}") from exc
 
     def session(self) -> Session:
         return self._session()
@@ -220,12 +233,18 @@ class Store:
     # --- study ---------------------------------------------------------------------------
 
     def ensure_study(self, name: str, *, space_path: str | None, space_text: str | None) -> None:
-        with self.session() as s, s.begin():
-            row = s.scalar(select(StudyRow).where(StudyRow.name == name))
-            if row is None:
-                s.add(StudyRow(name=name, space_path=space_path, space_text=space_text))
-            elif space_text is not None:
-                row.space_path, row.space_text = space_path, space_text
+        """Create the study's row, or update its space; safe when workers start at once."""
+        for _ in range(2):
+            try:
+                with self.session() as s, s.begin():
+                    row = s.scalar(select(StudyRow).where(StudyRow.name == name))
+                    if row is None:
+                        s.add(StudyRow(name=name, space_path=space_path, space_text=space_text))
+                    elif space_text is not None:
+                        row.space_path, row.space_text = space_path, space_text
+                return
+            except IntegrityError:
+                continue  # another worker inserted it first: update it on the next pass
 
     def study(self, name: str) -> StudyRow | None:
         with self.session() as s:

@@ -1,0 +1,89 @@
+"""Several workers on one study through PostgreSQL: the scale-out path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+
+from tests.integration.sweep_helpers import write_space
+from tuner.store import Store
+
+pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
+
+ADMIN_URL = os.environ.get("TUNER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture
+def pg_storage() -> Iterator[str]:
+    """A fresh database per test, dropped afterwards."""
+    psycopg = pytest.importorskip("psycopg")
+    name = f"tuner_test_{uuid.uuid4().hex[:10]}"
+    try:
+        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"no PostgreSQL at {ADMIN_URL}: {exc}")
+    admin.execute(f'CREATE DATABASE "{name}"')
+    base = ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:
+    path = write_space(tmp_path, name="shared")
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tuner",
+                "run",
+                "--space",
+                str(path),
+                "--trials",
+                "6",
+                "--storage",
+                pg_storage,
+                "--runs-dir",
+                str(tmp_path / f"runs{i}"),
+            ],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = [w.communicate(timeout=240)[0] for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], "\n\n".join(outputs)
+
+    study = optuna.load_study(study_name="shared", storage=pg_storage)
+    launched = [t for t in study.trials if t.user_attrs.get("tuner_launched")]
+    # Both workers stop at the shared budget; one may finish a trial it had started.
+    assert 6 <= len(launched) <= 7
+    workers_seen = {t.user_attrs.get("tuner_worker") for t in launched}
+    assert len(workers_seen) == 2, "both workers ran trials of the one study"
+    assert all(t.state.is_finished() for t in study.trials)
+
+    rows = Store(pg_storage).launches("shared")
+    assert len(rows) == len(launched)
+    assert {r.status for r in rows} <= {"complete", "pruned", "failed"}
+
+    best = subprocess.run(
+        [sys.executable, "-m", "tuner", "best", "--storage", pg_storage, "--format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert best.returncode == 0, best.stderr
+    assert '"study": "shared"' in best.stdout
