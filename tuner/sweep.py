@@ -11,12 +11,15 @@ Re-running the same command resumes the same study.
 from __future__ import annotations
 
 import os
+import random
 import socket
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import optuna
+import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner import analysis, launcher, stats
@@ -65,13 +68,22 @@ def open_study(storage: str, name: str, direction: str, seed: int | None) -> opt
         sampler = optuna.samplers.TPESampler(
             seed=seed, n_startup_trials=5, multivariate=True, group=True
         )
-    return optuna.create_study(
-        storage=storage,
-        study_name=name,
-        direction=direction,
-        sampler=sampler,
-        load_if_exists=True,
-    )
+    for attempt in range(3):
+        try:
+            return optuna.create_study(
+                storage=storage,
+                study_name=name,
+                direction=direction,
+                sampler=sampler,
+                load_if_exists=True,
+            )
+        except sqlalchemy.exc.IntegrityError:
+            # Workers starting together on a fresh PostgreSQL race to create optuna's
+            # tables; the loser retries and finds them made.
+            if attempt == 2:
+                raise
+            time.sleep(0.5 + random.random())
+    raise AssertionError("unreachable")
 
 
 def run_sweep(
