@@ -46,6 +46,25 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: (REDACTED if _SECRET_NAME.search(k) else v) for k, v in env.items()}
 
 
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """Argv to store: the value of a secret-looking flag (``--api-key X``, ``--hf-token=X``)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+        elif arg.startswith("-") and _SECRET_NAME.search(arg.split("=", 1)[0]):
+            if "=" in arg:
+                out.append(arg.split("=", 1)[0] + "=" + REDACTED)
+            else:
+                out.append(arg)
+                hide_next = True
+        else:
+            out.append(arg)
+    return out
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -260,6 +279,9 @@ class Store:
         fields.setdefault("status", LaunchStatus.RUNNING)
         if "env" in fields:
             fields["env"] = redact_env(fields["env"])
+        for key in ("argv", "cmdline"):
+            if fields.get(key) is not None:
+                fields[key] = redact_argv(fields[key])
         with self.session() as s, s.begin():
             row = LaunchRow(**fields)
             s.add(row)
