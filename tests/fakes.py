@@ -134,9 +134,7 @@ def vllm_metrics_text(
     }
     made_gauges = {name: Gauge(name, name, labels, registry=registry) for name in gauges}
     made_counters = {name: Counter(name, name, labels, registry=registry) for name in counters}
-    ttft = Histogram(
-        "vllm:time_to_first_token_seconds", "TTFT", ["model_name"], registry=registry
-    )
+    ttft = Histogram("vllm:time_to_first_token_seconds", "TTFT", ["model_name"], registry=registry)
     success = Counter(
         "vllm:request_success", "finished", ["finished_reason", "model_name"], registry=registry
     )
@@ -149,3 +147,61 @@ def vllm_metrics_text(
     ttft.labels("fake-model").observe(0.12)
     success.labels("length", "fake-model").inc(3)
     return generate_latest(registry).decode()
+
+
+class FakeRunner:
+    """A Runner that measures nothing: each launch draws its rounds from a noise model.
+
+    ``speed(params)`` gives a configuration's true objective; each launch gets its own
+    offset (between-launch noise, ``between`` relative sd) and each round its own
+    jitter (``within``). Failures come from ``fail(params)`` returning a reason.
+    Rows go to the store as the real runner writes them, since the sweep reads them.
+    """
+
+    def __init__(
+        self, store, study, *, speed, between=0.005, within=0.005, seed=0, fail=None, rounds=3
+    ):  # type: ignore[no-untyped-def]
+        import random
+
+        self.store, self.study = store, study
+        self.speed, self.fail = speed, fail
+        self.between, self.within, self.rounds = between, within, rounds
+        self.rng = random.Random(seed)
+        self.launched: list[tuple[str, dict]] = []
+
+    def run(self, *, trial_id, trial_number, role, settings, prune_check=None):  # type: ignore[no-untyped-def]
+        from tuner.errors import LaunchError
+        from tuner.runner import LaunchOutcome
+
+        self.launched.append((role, dict(settings.changed)))
+        launch_id = self.store.add_launch(
+            study=self.study,
+            trial_id=trial_id,
+            trial_number=trial_number,
+            role=role,
+            config_hash=settings.config_hash,
+            params=dict(settings.params),
+            env=settings.env,
+            argv=["fake"],
+        )
+        reason = self.fail(settings.params) if self.fail else None
+        if reason:
+            self.store.update_launch(launch_id, status="failed", reason=reason)
+            raise LaunchError(reason, exit_code=1)
+        mean = self.speed(settings.params) * (1 + self.rng.gauss(0, self.between))
+        rounds: list[float] = []
+        pruned = None
+        for _ in range(self.rounds):
+            rounds.append(mean * (1 + self.rng.gauss(0, self.within)))
+            if prune_check is not None and len(rounds) < self.rounds:
+                pruned = prune_check(rounds)
+                if pruned:
+                    break
+        self.store.update_launch(
+            launch_id,
+            status="pruned" if pruned else "complete",
+            reason=pruned,
+            objective_rounds=rounds,
+            objective_mean=sum(rounds) / len(rounds),
+        )
+        return LaunchOutcome(launch_id=launch_id, round_values=tuple(rounds), pruned_reason=pruned)

@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tuner import bench, metrics, telemetry
 from tuner.config import Space
@@ -44,6 +44,24 @@ class LaunchOutcome:
     @property
     def mean(self) -> float:
         return statistics.fmean(self.round_values)
+
+
+class Runner(Protocol):
+    """What the sweep needs of a runner: launch these settings, return what was measured.
+
+    It must record the launch in the store (the sweep's decisions read it from there)
+    and raise LaunchError or BenchmarkError for a launch that failed.
+    """
+
+    def run(
+        self,
+        *,
+        trial_id: int | None,
+        trial_number: int,
+        role: str,
+        settings: Settings,
+        prune_check: PruneCheck | None = None,
+    ) -> LaunchOutcome: ...
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from tuner.config import Space
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend, NullGpuBackend
-from tuner.runner import RunnerOptions, TrialRunner
+from tuner.runner import Runner, RunnerOptions, TrialRunner
 from tuner.space import (
     PARAMS_ATTR,
     ROLE_ATTR,
@@ -95,8 +95,13 @@ def run_sweep(
     observer: SweepObserver | None = None,
     gpu: GpuBackend | None = None,
     runner_options: RunnerOptions | None = None,
+    runner: Runner | None = None,
 ) -> SweepResult:
-    """Run (or resume) the study until the budget, a plateau, or Ctrl-C."""
+    """Run (or resume) the study until the budget, a plateau, or Ctrl-C.
+
+    ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
+    by default a TrialRunner launches the space's server for each trial.
+    """
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
     spec = space.spec
@@ -108,7 +113,8 @@ def run_sweep(
     recover_interrupted(study, store, observer)
     enqueue_baselines(study, space)
 
-    runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
+    if runner is None:
+        runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
     controller = SweepController(space, store, n_trials=n_trials, observer=observer)
     controller.queue_confirmations(study)
 
@@ -141,7 +147,7 @@ def run_sweep(
 
 
 def run_trial(
-    trial: optuna.Trial, space: Space, runner: TrialRunner, controller: SweepController
+    trial: optuna.Trial, space: Space, runner: Runner, controller: SweepController
 ) -> float:
     """The objective: settings from the trial, then launch and measure them."""
     spec = space.spec

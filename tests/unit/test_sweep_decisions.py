@@ -1,0 +1,100 @@
+"""The sweep's decisions with a fake runner: plateau stop, confirmations, failures, constraints.
+
+No process is started: FakeRunner draws each launch from a known noise model, so
+these tests check the loop's logic (what is launched, when it stops, what it says).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+
+from tests.fakes import FakeRunner
+from tuner import report
+from tuner.config import load_space
+from tuner.store import Store
+from tuner.sweep import run_sweep
+
+SPACE = {
+    "study": "d",
+    "server": {"command": ["srv", "--port", "{port}"]},
+    "params": {
+        "NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "LL128", "Simple"]},
+        "MIN": {"env": "NCCL_MIN_NCHANNELS", "choices": ["default", 4, 16]},
+        "MAX": {"env": "NCCL_MAX_NCHANNELS", "choices": ["default", 8, 32]},
+        "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]},
+    },
+    "constraints": ["MIN <= MAX"],
+    "stop": {"patience": 6, "min_gain": 0.01, "baseline_launches": 2, "confirmations": 1},
+}
+
+
+def _sweep(tmp_path: Path, speed, *, trials: int = 20, seed: int = 0, **kw):  # type: ignore[no-untyped-def]
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    runner = FakeRunner(Store(storage), "d", speed=speed, seed=seed, **kw)
+    result = run_sweep(load_space(path), storage=storage, n_trials=trials, seed=seed, runner=runner)
+    return result, runner, storage
+
+
+def test_nothing_matters_stops_on_a_plateau_and_keeps_the_defaults(tmp_path: Path) -> None:
+    result, runner, storage = _sweep(tmp_path, lambda p: 100.0)
+    assert result.stop_reason == "plateau"
+    assert "no configuration beat trial 0 by more than the noise" in result.stop_detail
+    assert result.launched < 20
+    assert [r for r, _ in runner.launched[:2]] == ["baseline", "baseline"]
+    assert runner.launched[0][1] == {}
+    answer = report.best_report(storage, "d")
+    assert answer["keep_defaults"] is True
+    assert answer["noise"]["n_configs"] >= 1
+
+
+def test_a_real_gain_is_confirmed_then_recommended(tmp_path: Path) -> None:
+    result, runner, storage = _sweep(
+        tmp_path, lambda p: 108.0 if p["NCCL_PROTO"] == "LL" else 100.0, trials=30
+    )
+    confirms = [changed for role, changed in runner.launched if role == "confirm"]
+    assert any(c.get("NCCL_PROTO") == "LL" for c in confirms)
+    answer = report.best_report(storage, "d")
+    assert answer["keep_defaults"] is False
+    assert answer["recommended"]["env"].get("NCCL_PROTO") == "LL"
+    # The simplest winner: the extra knobs that do nothing are not recommended.
+    assert answer["recommended"]["launches"] >= 2
+
+
+def test_every_launch_failing_stops_early_with_all_failed(tmp_path: Path) -> None:
+    result, runner, storage = _sweep(tmp_path, lambda p: 100.0, fail=lambda p: "exit 1: boom")
+    assert result.stop_reason == "all_failed"
+    assert len(runner.launched) == 2
+    study = optuna.load_study(study_name="d", storage=storage)
+    assert {t.user_attrs["tuner_reason"] for t in study.trials} == {"exit 1: boom"}
+
+
+def test_constraint_breaking_proposals_are_never_launched(tmp_path: Path) -> None:
+    _, runner, storage = _sweep(tmp_path, lambda p: 100.0, trials=12)
+    for _, changed in runner.launched:
+        if "MIN" in changed and "MAX" in changed:
+            assert int(changed["MIN"]) <= int(changed["MAX"])
+    study = optuna.load_study(study_name="d", storage=storage)
+    not_launched = [t for t in study.trials if t.user_attrs.get("tuner_launched") is False]
+    for t in not_launched:
+        assert "not launched" in t.user_attrs["tuner_reason"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None:
+    slow = {"stop": {**SPACE["stop"], "patience": 50}}
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump({**SPACE, **slow}))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    first = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed)
+    run_sweep(load_space(path), storage=storage, n_trials=4, seed=seed, runner=first)
+    second = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed + 10)
+    result = run_sweep(load_space(path), storage=storage, n_trials=7, seed=seed, runner=second)
+    assert len(first.launched) == 4 and len(second.launched) == 3
+    assert result.launched == 7
+    assert not any(role == "baseline" for role, _ in second.launched)
