@@ -22,7 +22,7 @@ from tuner.config import Space
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend
-from tuner.launcher import LaunchSpec, ServerProcess, ensure_gpus_idle, free_port
+from tuner.launcher import LaunchSpec, ServerProcess, StopReport, ensure_gpus_idle, free_port
 from tuner.monitor import LaunchMonitor
 from tuner.space import Settings, server_argv, server_env
 from tuner.store import LaunchStatus, Store
@@ -174,12 +174,11 @@ class TrialRunner:
             raise
         finally:
             report = process.stop()
-            tail = process.log_tail(60)
             fields: dict[str, Any] = dict(
                 status=status,
                 reason=reason,
-                log_tail=tail,
-                cleanup_ok=report.clean,
+                log_tail=process.log_tail(60),
+                cleanup_ok=left_nothing_behind(report),
                 cleanup=_report_dict(report),
                 finished_at=_utcnow(),
             )
@@ -191,9 +190,10 @@ class TrialRunner:
                     rounds_done=len(outcome.round_values),
                 )
             self.store.update_launch(launch_id, **fields)
-            if not report.clean:
+            if report.problems:
+                what = "left something behind" if not fields["cleanup_ok"] else "needed force"
                 self.observer.message(
-                    f"trial {trial_number}: server cleanup incomplete: {'; '.join(report.problems)}"
+                    f"trial {trial_number}: server stop {what}: {'; '.join(report.problems)}"
                 )
 
     def _benchmark(
@@ -290,6 +290,15 @@ class TrialRunner:
         )
         self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
         self._inventory_done = True
+
+
+def left_nothing_behind(report: StopReport) -> bool:
+    """Whether the next trial can start: no process survived and the GPU memory came back.
+
+    A SIGKILL that worked or a leftover /dev/shm file is worth a notice (the report
+    keeps it) but leaves the GPUs free, so it does not mark the cleanup as failed.
+    """
+    return not report.survivors and report.gpu_memory_ok is not False
 
 
 def launch_spec_for(space: Space, settings: Settings, *, port: int, trial_dir: Path) -> LaunchSpec:

@@ -198,3 +198,26 @@ def test_tuner_cleanup_stops_a_left_server_without_running_a_trial(tmp_path: Pat
     assert not _alive(server_pid)
     assert Store(store_url).launches("fast")[0].reason == "interrupted"
     assert len(Store(store_url).launches("fast")) == 1  # cleanup launched nothing
+
+
+def test_sweep_goes_on_past_servers_that_leak_workers_and_flood_their_log(
+    tmp_path: Path,
+) -> None:
+    """--leave-orphan: a grandchild in its own session that ignores SIGTERM, as vLLM's
+    workers can be; --flood-log: tens of KB/s of log. Neither may stop the sweep or
+    survive it (the autouse fixture fails the test on any survivor)."""
+    from tests.integration.sweep_helpers import FAST_SIM
+
+    path = write_space(
+        tmp_path,
+        server={"command": [*FAST_SIM, "--leave-orphan", "--flood-log"], "stop_timeout_s": 2},
+    )
+    storage = f"sqlite:///{tmp_path}/e.db"
+    result = run_sweep(load_space(path), storage=storage, n_trials=2, seed=0)
+    assert result.launched == 2
+    launches = Store(storage).launches("fast")
+    assert [r.status for r in launches] == ["complete", "complete"]
+    for row in launches:
+        assert row.cleanup is not None and row.cleanup["sigkilled"], "the orphan needed SIGKILL"
+        assert row.cleanup_ok is True
+        assert len(row.log_tail or "") < 64_000
