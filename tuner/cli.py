@@ -6,6 +6,7 @@ Every TunerError becomes ``Error: ...`` on stderr and exit code 1.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -15,7 +16,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from tuner.errors import TunerError
+from tuner.errors import ConfigError, TunerError
 from tuner.store import DEFAULT_STORAGE
 
 app = typer.Typer(
@@ -191,6 +192,83 @@ def dashboard(
     from tuner import report
 
     report.run_dashboard(storage, port)
+
+
+@app.command()
+@handles_errors
+def bench(
+    url: Annotated[str, typer.Option(help="Base URL of a running OpenAI-compatible server.")],
+    model: Annotated[str | None, typer.Option(help="Model name (default: /v1/models).")] = None,
+    api: Annotated[str, typer.Option(help="completions or chat.")] = "completions",
+    concurrency: Annotated[str, typer.Option(help="Levels, e.g. 1,8,64.")] = "1",
+    requests: Annotated[int, typer.Option(min=1, help="Requests per level.")] = 16,
+    duration: Annotated[
+        float | None, typer.Option(help="Seconds per level instead of a count.")
+    ] = None,
+    rate: Annotated[
+        float | None, typer.Option(help="Poisson arrivals, requests/s (capped by --concurrency).")
+    ] = None,
+    prompt_tokens: Annotated[int, typer.Option(min=1)] = 256,
+    max_tokens: Annotated[int, typer.Option(min=1)] = 256,
+    warmup: Annotated[int, typer.Option(min=0, help="Unmeasured requests first.")] = 2,
+    rounds: Annotated[int, typer.Option(min=1)] = 1,
+    prompts: Annotated[Path | None, typer.Option(help="JSONL file of prompts.")] = None,
+    workers: Annotated[int, typer.Option(min=0, help="Client processes (0: auto).")] = 0,
+    goodput: Annotated[
+        list[str] | None, typer.Option(help="SLO, e.g. ttft_ms:500 (repeatable).")
+    ] = None,
+    max_error_rate: Annotated[
+        float, typer.Option(help="Flag a level above this error rate.")
+    ] = 0.0,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    record: Annotated[
+        bool, typer.Option(help="Store the measurement in the study database.")
+    ] = False,
+    study: Annotated[str, typer.Option(help="Study to record into.")] = "bench",
+    storage: StorageOpt = DEFAULT_STORAGE,
+) -> None:
+    """Benchmark an already running server with the sweep's engine: no restart."""
+    from tuner import standalone
+    from tuner.bench_view import levels_table, print_warnings
+    from tuner.metrics import levels_document
+
+    options = standalone.BenchOptions(
+        url=url,
+        model=model,
+        api=api,
+        concurrency=_levels(concurrency),
+        requests=requests,
+        duration_s=duration,
+        rate=rate,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        warmup=warmup,
+        rounds=rounds,
+        prompts_file=prompts,
+        workers=workers,
+        goodput=tuple(goodput or ()),
+        max_error_rate=max_error_rate,
+    )
+    used_model, runs = standalone.run_bench(options, console=err, show=fmt == "table")
+    summaries = [r.summary for r in runs]
+    if record:
+        launch = standalone.record_bench(storage, study, url, used_model, runs)
+        err.print(f"recorded as launch {launch} of study {study!r} in {storage}")
+    if fmt == "json":
+        out.print_json(json.dumps(levels_document(summaries, url=url, model=used_model)))
+    else:
+        out.print(levels_table(summaries, title=f"{used_model} at {url}"))
+        print_warnings(out, summaries)
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"--concurrency {text!r}: write levels as 1,8,64") from None
+    if not levels or min(levels) < 1:
+        raise ConfigError(f"--concurrency {text!r}: levels are positive integers")
+    return levels
 
 
 @app.command(

@@ -266,14 +266,14 @@ class TrialRunner:
             load = dataclasses.replace(load, warmup=0)
         window = monitor.level()
         result = bench.measure_level(base_url, load, round_index=round_index)
-        summary = metrics.summarize(result)
+        summary = metrics.summarize(result, max_error_rate=self.spec.benchmark.max_error_rate)
         seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
         flags = [f for f in (summary.flagged, seen.warning) if f]
         self.store.add_level(
             launch_id,
             round_index=round_index,
             summary={**summary.to_dict(), "host": seen.host},
-            requests=[_request_row(r) for r in result.records],
+            requests=[request_row(r) for r in result.records],
             server_metrics=seen.server_metrics,
             gpu_summary=seen.gpu,
             flagged="; ".join(flags) or None,
@@ -339,7 +339,7 @@ def _headline(summary: Any) -> dict[str, float]:
     return {name: summary.metric(name) for name in names}
 
 
-def _request_row(record: Any) -> dict[str, Any]:
+def request_row(record: Any) -> dict[str, Any]:
     return dict(
         idx=record.index,
         start_s=record.start_s,

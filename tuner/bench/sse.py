@@ -1,0 +1,197 @@
+"""Server-sent events of an OpenAI-style stream: split the byte stream, classify each event.
+
+Two layers, both pure and incremental so that bytes may arrive split at any boundary:
+
+- ``SseParser.feed(data)`` returns the ``data:`` payloads of the events completed by
+  ``data`` (several per call, or none while an event is still partial);
+- ``classify(payload)`` says what one payload is: a content token, a reasoning token,
+  nothing (a role-only or empty chunk), ``[DONE]``, or "parse it" (usage, an error, or a
+  shape the fast path does not know). ``parse_event(payload)`` is the full, authoritative
+  JSON parse; ``classify`` only answers when its answer equals ``parse_event``'s.
+
+Why a fast path: ``json.loads`` of a 200-byte vLLM chunk costs about 5 us on a small
+server core, most of a per-token budget of 8 us. In valid JSON an unescaped ``"`` can
+only be structural, so finding ``"text":"`` (compact, as vLLM and most servers write
+it) and the byte after it tells whether the chunk carries text without parsing it. The
+few chunks that matter more (usage, errors) and any other spelling go to ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+NONE = 0
+"""A chunk that carries no generated text (the chat role chunk, an empty delta)."""
+CONTENT = 1
+"""A chunk with content text (``choices[0].text`` or ``choices[0].delta.content``)."""
+REASONING = 2
+"""A chunk with reasoning text (``delta.reasoning_content`` or ``delta.reasoning``)."""
+DONE = 3
+"""The ``[DONE]`` sentinel."""
+PARSE = 4
+"""Undecided by the fast path: call ``parse_event``."""
+
+_TEXT = b'"text":"'
+_CONTENT = b'"content":"'
+_REASONING_CONTENT = b'"reasoning_content":"'
+_REASONING = b'"reasoning":"'
+_QUOTE = 0x22
+# Content before reasoning, as in parse_event: a chunk with both counts as content.
+_KEYS = ((_TEXT, CONTENT), (_CONTENT, CONTENT), (_REASONING_CONTENT, REASONING),
+         (_REASONING, REASONING))
+
+
+def classify(payload: bytes) -> int:
+    """Classify one event payload cheaply; PARSE when only a full parse can tell."""
+    if payload == b"[DONE]":
+        return DONE
+    if b'"error"' in payload:
+        return PARSE
+    if not payload.endswith(b'"usage":null}'):  # vLLM's completion chunks end so
+        usage = payload.find(b'"usage"')
+        if usage >= 0 and not payload.startswith(b":null", usage + 7):
+            return PARSE
+    n = len(payload)
+    found = False
+    for key, kind in _KEYS:
+        i = payload.find(key)
+        if i >= 0:
+            j = i + len(key)
+            if j >= n:
+                return PARSE
+            if payload[j] != _QUOTE:
+                return kind
+            found = True
+    # Only empty strings: nothing, unless the chunk carries tool calls instead.
+    if found and b'"tool_calls"' not in payload:
+        return NONE
+    return PARSE
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One fully parsed payload: its kind, and usage or error when it has them."""
+
+    kind: int
+    usage: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def parse_event(payload: bytes) -> Event:
+    """The authoritative reading of one payload; malformed JSON is an error event."""
+    if payload.strip() == b"[DONE]":
+        return Event(DONE)
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return Event(NONE, error=f"malformed SSE: {exc}: {_snippet(payload)}")
+    if not isinstance(obj, dict):
+        return Event(NONE, error=f"malformed SSE: not a JSON object: {_snippet(payload)}")
+    if obj.get("error"):
+        return Event(NONE, error=f"error event: {_error_text(obj['error'])}")
+    usage = obj.get("usage")
+    usage = usage if isinstance(usage, dict) else None
+    return Event(_choice_kind(obj.get("choices")), usage=usage)
+
+
+def _choice_kind(choices: Any) -> int:
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return NONE
+    choice = choices[0]
+    if choice.get("text"):
+        return CONTENT
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        return NONE
+    if delta.get("content") or delta.get("tool_calls"):
+        return CONTENT
+    if delta.get("reasoning_content") or delta.get("reasoning"):
+        return REASONING
+    return NONE
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return str(error)
+
+
+def _snippet(payload: bytes, limit: int = 120) -> str:
+    text = payload[:limit].decode("utf-8", "replace")
+    return text + ("..." if len(payload) > limit else "")
+
+
+class SseParser:
+    """Incremental SSE framing: bytes in, complete ``data`` payloads out.
+
+    Events end at a blank line; lines end with LF, CRLF or CR (the SSE spec allows all
+    three). Several ``data:`` lines in one event are joined with LF, comment lines
+    (``:``) and other fields (``event:``, ``id:``, ``retry:``) are ignored.
+    """
+
+    __slots__ = ("_buffer", "_cr")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._cr = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Add bytes; return the payloads of the events they complete, in order."""
+        if self._cr or b"\r" in data:
+            data = self._normalise(data)
+        buffer = self._buffer + data if self._buffer else data
+        end = buffer.rfind(b"\n\n")
+        if end < 0:
+            self._buffer = buffer
+            return []
+        self._buffer = buffer[end + 2 :]
+        payloads = []
+        for event in buffer[:end].split(b"\n\n"):
+            # The common case, one "data: {...}" line, is a prefix check and a slice.
+            if event.startswith(b"data: ") and b"\n" not in event:
+                payloads.append(event[6:])
+            elif event:
+                payload = _event_data(event)
+                if payload is not None:
+                    payloads.append(payload)
+        return payloads
+
+    def _normalise(self, data: bytes) -> bytes:
+        # A CRLF may be split across reads: a trailing CR is held until the next byte.
+        if self._cr:
+            data = b"\r" + data
+        self._cr = data.endswith(b"\r")
+        if self._cr:
+            data = data[:-1]
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+    def flush(self) -> list[bytes]:
+        """End of stream: the last event counts even without its blank line."""
+        payloads = self.feed(b"\n\n") if self._buffer or self._cr else []
+        self._buffer = b""
+        self._cr = False
+        return payloads
+
+    @property
+    def pending(self) -> bytes:
+        """Bytes of an event not yet ended by a blank line."""
+        return self._buffer
+
+    @property
+    def split_cr(self) -> bool:
+        """A CR ended the last bytes: the next LF belongs to it."""
+        return self._cr
+
+
+def _event_data(event: bytes) -> bytes | None:
+    """The joined data lines of one event, or None when it has none (comments, ids)."""
+    lines = []
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            value = line[5:]
+            lines.append(value[1:] if value.startswith(b" ") else value)
+    if not lines:
+        return None
+    return b"\n".join(lines)

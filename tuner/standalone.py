@@ -1,0 +1,103 @@
+"""`tuner bench`: benchmark a server that is already running, with the sweep's own engine.
+
+No restart, no optuna trial. With ``record`` the levels and every request go into
+the study database as a launch of role ``bench`` (status complete, no process
+identity), so a standalone measurement sits beside a study's trials.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from tuner.bench import LoadSpec, discover_model
+from tuner.bench_view import LevelRun, run_levels
+from tuner.metrics import parse_goodput
+from tuner.runner import request_row
+from tuner.store import LaunchStatus, Store
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What `tuner bench` was asked to run."""
+
+    url: str
+    model: str | None = None
+    api: str = "completions"
+    concurrency: tuple[int, ...] = (1,)
+    requests: int = 16
+    duration_s: float | None = None
+    rate: float | None = None
+    prompt_tokens: int = 256
+    max_tokens: int = 256
+    warmup: int = 2
+    rounds: int = 1
+    prompts_file: Path | None = None
+    workers: int = 0
+    cpus: tuple[int, ...] | None = None
+    goodput: tuple[str, ...] = ()
+    max_error_rate: float = 0.0
+
+
+def run_bench(options: BenchOptions, *, console: Console, show: bool) -> tuple[str, list[LevelRun]]:
+    """Measure every level (and round) against ``options.url``; the model and the runs."""
+    url = options.url.rstrip("/")
+    model = options.model or discover_model(url)
+    loads = [
+        LoadSpec(
+            model=model,
+            api=options.api,
+            concurrency=c,  # type: ignore[arg-type]
+            requests=None if options.duration_s else options.requests,
+            duration_s=options.duration_s,
+            rate=options.rate,
+            prompt_tokens=options.prompt_tokens,
+            max_tokens=options.max_tokens,
+            warmup=options.warmup,
+            prompts_file=options.prompts_file,
+            workers=options.workers,
+            cpus=options.cpus,
+        )
+        for c in options.concurrency
+    ]
+    runs = run_levels(
+        url,
+        loads,
+        rounds=options.rounds,
+        goodput=parse_goodput(list(options.goodput)),
+        max_error_rate=options.max_error_rate,
+        console=console,
+        show=show,
+    )
+    return model, runs
+
+
+def record_bench(storage: str, study: str, url: str, model: str, runs: Sequence[LevelRun]) -> int:
+    """Store a standalone measurement; returns the launch id."""
+    store = Store(storage)
+    store.ensure_study(study, space_path=None, space_text=None)
+    launch_id = store.add_launch(
+        study=study,
+        trial_id=None,
+        trial_number=None,
+        role="bench",
+        config_hash="standalone",
+        params={"url": url, "model": model},
+        env={},
+        argv=[],
+        host=socket.gethostname(),
+        status=LaunchStatus.COMPLETE,
+    )
+    for run in runs:
+        store.add_level(
+            launch_id,
+            round_index=run.summary.round,
+            summary=run.summary.to_dict(),
+            requests=[request_row(r) for r in run.result.records],
+            flagged=run.summary.flagged,
+        )
+    return launch_id
