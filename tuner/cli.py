@@ -108,6 +108,29 @@ def run(
 
 @app.command()
 @handles_errors
+def check(
+    space: SpaceOpt,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """Check a space before a sweep: command, flags, NCCL variables, ports, database, model."""
+    import json
+
+    from tuner.check import check_space
+    from tuner.config import load_space
+
+    report = check_space(load_space(space), storage=storage)
+    if fmt == "json":
+        out.print_json(json.dumps(report.to_dict()))
+    else:
+        for line in report.lines():
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handles_errors
 def best(
     space: OptSpaceOpt = None,
     study: StudyOpt = None,

@@ -304,7 +304,12 @@ def left_nothing_behind(report: StopReport) -> bool:
 def launch_spec_for(space: Space, settings: Settings, *, port: int, trial_dir: Path) -> LaunchSpec:
     """How to start the server for these settings: argv, env, unset variables, log file."""
     server = space.spec.server
-    names = {"trial_dir": str(trial_dir), "study_dir": str(trial_dir.parent)}
+    names = {
+        "trial_dir": str(trial_dir),
+        "study_dir": str(trial_dir.parent),
+        # The space file's folder: a model or script shipped beside the space (vllm-cpu.yaml).
+        "space_dir": str(space.path.resolve().parent),
+    }
     env = server_env(server, settings, port=port, **names)
     return LaunchSpec(
         argv=server_argv(server, settings, port=port, **names),

@@ -15,16 +15,18 @@ import random
 import socket
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import optuna
 import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import analysis, launcher, stats
+from tuner import analysis, launcher, stats, validity
+from tuner.check import check_space
 from tuner.config import Space
-from tuner.errors import BenchmarkError, LaunchError
+from tuner.errors import BenchmarkError, ConfigError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend, NullGpuBackend
 from tuner.runner import Runner, RunnerOptions, TrialRunner
@@ -96,6 +98,7 @@ def run_sweep(
     gpu: GpuBackend | None = None,
     runner_options: RunnerOptions | None = None,
     runner: Runner | None = None,
+    preflight: bool = True,
 ) -> SweepResult:
     """Run (or resume) the study until the budget, a plateau, or Ctrl-C.
 
@@ -105,6 +108,19 @@ def run_sweep(
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
     spec = space.spec
+    if preflight and runner is None:
+        # `tuner check` first: a bad flag or a misspelt NCCL variable fails in seconds,
+        # not after a model load. An injected runner launches nothing: nothing to check.
+        report = check_space(space, storage=storage)
+        for item in report.warnings:
+            observer.message(f"check: {item.key}: {item.message}")
+        if not report.ok:
+            raise ConfigError(
+                "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)
+            )
+    # The model's config.json, when it is on this machine: configurations it rules out
+    # are recorded as not launched instead of failing after a load.
+    model_config = validity.load_model_config(space)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     store = Store(storage)
     name = space.study_name
@@ -119,7 +135,7 @@ def run_sweep(
     controller.queue_confirmations(study)
 
     def objective(trial: optuna.Trial) -> float:
-        return run_trial(trial, space, runner, controller)
+        return run_trial(trial, space, runner, controller, model_config=model_config)
 
     if controller.launched(study) < n_trials:
         try:
@@ -147,7 +163,12 @@ def run_sweep(
 
 
 def run_trial(
-    trial: optuna.Trial, space: Space, runner: Runner, controller: SweepController
+    trial: optuna.Trial,
+    space: Space,
+    runner: Runner,
+    controller: SweepController,
+    *,
+    model_config: Mapping[str, Any] | None = None,
 ) -> float:
     """The objective: settings from the trial, then launch and measure them."""
     spec = space.spec
@@ -161,6 +182,9 @@ def run_trial(
     broken = violated_constraints(spec, settings.params)
     if broken:
         _not_launched(trial, f"violates constraint {broken[0]}; not launched")
+    refused = validity.settings_refusal(space, model_config, settings)
+    if refused:
+        _not_launched(trial, f"cannot start with this model: {refused}; not launched")
     if role == "search":
         previous = controller.previous_trial_of(trial.study, settings.config_hash, trial.number)
         if previous is not None:

@@ -102,7 +102,8 @@ def ensure_gpus_idle(
         for index, used, procs in busy
     ]
     raise LaunchError(
-        f"GPUs not idle after {timeout_s:g} s: " + "; ".join(parts)
+        f"GPUs not idle after {timeout_s:g} s: "
+        + "; ".join(parts)
         + ". tuner does not stop processes it did not start: stop them or pick other GPUs"
     )
 

@@ -111,4 +111,3 @@ def identity_matches(
     if abs(create_time - identity.create_time) > CREATE_TIME_TOLERANCE_S:
         return False
     return tuple(cmdline) == identity.cmdline or marked
-

@@ -172,3 +172,26 @@ def paths_in_use(pid: int, prefix: str) -> set[str]:
                 if not path.endswith(" (deleted)"):
                     found.add(path)
     return found
+
+
+def inodes_in_use(pid: int, prefix: str) -> set[int]:
+    """Inodes of files under ``prefix`` the process has open or mapped, deleted names included.
+
+    glibc's ``sem_open`` maps a new semaphore under a temporary name, links it to its real
+    name and unlinks the temporary one, so /proc/PID/maps shows ``/dev/shm/sem.XXXXXX
+    (deleted)`` for a live ``sem.mp-...`` file: only the inode ties the two together.
+    """
+    found: set[int] = set()
+    fd_dir = PROC / str(pid) / "fd"
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(fd_dir):
+            with contextlib.suppress(OSError):
+                if os.readlink(fd_dir / fd).startswith(prefix):
+                    found.add(os.stat(fd_dir / fd).st_ino)
+    with contextlib.suppress(OSError), open(PROC / str(pid) / "maps", errors="replace") as maps:
+        for line in maps:
+            if prefix in line:
+                fields = line.split(None, 5)
+                if len(fields) >= 5 and fields[4].isdigit():
+                    found.add(int(fields[4]))
+    return found

@@ -357,7 +357,9 @@ class ServerProcess:
 
     def _early_exit_error(self, code: int) -> LaunchError:
         tail = self.log_tail()
-        line = error_line(_without_tuner_lines(tail))
+        # vLLM's root cause (the worker's ValueError) can be 150 lines above the end, under
+        # the tracebacks of the processes that wrap it: look further back for the reason.
+        line = error_line(_without_tuner_lines(self.log_tail(400)))
         if code < 0:
             try:
                 name = signal.Signals(-code).name

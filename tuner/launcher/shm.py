@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from tuner.launcher.procfs import paths_in_use, proc_table
+from tuner.launcher.procfs import inodes_in_use, paths_in_use, proc_table
 
 SHM_DIR = Path("/dev/shm")
 SHM_PATTERNS: tuple[str, ...] = ("psm_*", "sem.mp-*", "vllm_*", "*_sim_*", "nccl-*")
@@ -79,12 +79,13 @@ class ShmTracker:
         names = self.candidates()
         if not names:
             return [], []
-        in_use = _in_use_anywhere(str(self.shm_dir) + "/")
+        in_use, inodes = _in_use_anywhere(str(self.shm_dir) + "/")
+        listing = self._listing()
         removed: list[str] = []
         problems: list[str] = []
         for name in names:
             path = self.shm_dir / name
-            if str(path) in in_use:
+            if str(path) in in_use or listing.get(name) in inodes:
                 continue  # someone still uses it: not ours to take away
             try:
                 path.unlink()
@@ -104,8 +105,11 @@ class ShmTracker:
         return listing
 
 
-def _in_use_anywhere(prefix: str) -> set[str]:
+def _in_use_anywhere(prefix: str) -> tuple[set[str], set[int]]:
+    """Paths and inodes under ``prefix`` that any process has open or mapped."""
     used: set[str] = set()
+    inodes: set[int] = set()
     for pid in proc_table():
         used |= paths_in_use(pid, prefix)
-    return used
+        inodes |= inodes_in_use(pid, prefix)
+    return used, inodes

