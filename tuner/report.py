@@ -8,6 +8,7 @@ JSON / env / systemd / args for deployment.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import shutil
 import subprocess
@@ -93,6 +94,7 @@ def best_report(storage: str, study: str) -> dict[str, Any]:
         "metric": space.spec.objective.metric,
         "direction": space.spec.direction,
         "concurrency": space.spec.objective_concurrency,
+        "confidence": space.spec.stop.confidence,
         "best": _config_entry(space, best),
         "recommended": _config_entry(space, recommended),
         "baseline": _config_entry(space, baseline),
@@ -133,8 +135,17 @@ def _config_entry(space: Space, config: analysis.ConfigResult | None) -> dict[st
         "args": list(settings.args),
         "value": config.estimate.mean,
         "stderr": config.estimate.se,
+        "interval": _interval(config, space.spec.stop.confidence),
         "launches": len(config.launches),
     }
+
+
+def _interval(config: analysis.ConfigResult, confidence: float) -> list[float] | None:
+    """The confidence interval of the configuration's mean; None while it is unbounded."""
+    low, high = config.estimate.interval(confidence)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return [low, high]
 
 
 def print_best(report: dict[str, Any], fmt: str, console: Console) -> None:
@@ -153,7 +164,8 @@ def print_best(report: dict[str, Any], fmt: str, console: Console) -> None:
         title=f"{report['study']}: {report['metric']} at concurrency "
         f"{report['concurrency']} ({report['direction']})"
     )
-    for col in ("", "trial", "value", "± s.e.", "launches", "settings"):
+    confidence = f"{report.get('confidence', 0.95):.0%} interval"
+    for col in ("", "trial", "value", confidence, "launches", "settings"):
         table.add_column(col)
     for label in ("best", "recommended", "baseline"):
         entry = report.get(label)
@@ -164,7 +176,7 @@ def print_best(report: dict[str, Any], fmt: str, console: Console) -> None:
             label,
             str(entry["trial"]),
             f"{entry['value']:.4g}",
-            f"{entry['stderr']:.2g}" if entry["stderr"] is not None else "-",
+            "[{:.4g}, {:.4g}]".format(*entry["interval"]) if entry["interval"] else "-",
             str(entry["launches"]),
             " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)",
         )
