@@ -113,8 +113,15 @@ class StudyAnalysis:
             return a is not None
         return self.compare(a, b).verdict == "better"
 
-    def needs_confirmation(self, confirmations: int) -> list[ConfigResult]:
-        """Unconfirmed configurations that pass the screening test against the best.
+    def needs_confirmation(
+        self, confirmations: int, *, against: str | None = None
+    ) -> list[ConfigResult]:
+        """Unconfirmed configurations that pass the screening test against ``against``.
+
+        ``against`` is the sweep's incumbent (the configuration whose significant gains
+        reset the patience); without one, the best. Screening against the incumbent keeps
+        the two notions in step: a configuration that looks better than the incumbent
+        gets the launch that can make it the new incumbent.
 
         Screening is looser than the final test (SCREEN_CONFIDENCE, not stop.confidence):
         a launch is cheap next to missing a real gain, and the confirmation launches
@@ -122,8 +129,9 @@ class StudyAnalysis:
         """
         if confirmations <= 0:
             return []
-        best = self.best
-        if best is None:
+        reference = self.configs.get(against) if against else None
+        reference = reference or self.best
+        if reference is None:
             return []
         stop = self.space.spec.stop
         return [
@@ -132,7 +140,7 @@ class StudyAnalysis:
             if not self.confirmed(c)
             and stats.is_significant_gain(
                 c.estimate,
-                best.estimate,
+                reference.estimate,
                 direction=self.direction,
                 min_gain=stop.min_gain,
                 confidence=min(SCREEN_CONFIDENCE, stop.confidence),

@@ -44,6 +44,9 @@ HASH_ATTR = "tuner_config"
 LAUNCHED_ATTR = "tuner_launched"
 REASON_ATTR = "tuner_reason"
 WORKER_ATTR = "tuner_worker"
+INCUMBENT_ATTR = "tuner_incumbent"
+"""Study attr: the configuration whose significant gains reset the patience."""
+LAST_GAIN_ATTR = "tuner_last_gain_trial"
 MAX_IDLE_PROPOSALS = 50
 """Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 
@@ -376,8 +379,8 @@ class SweepController:
         self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
         result = analysis.analyze(self.store, self.space)
         self._save_noise(study, result)
+        self._track_gain(study, result, trial)  # first: confirmations screen against it
         self.queue_confirmations(study, result)
-        self._track_gain(study, result, trial)
 
         verdict = self._stop_verdict(study, result)
         if verdict is not None:
@@ -415,7 +418,8 @@ class SweepController:
             t.user_attrs.get(HASH_ATTR) or stats_key(t)
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         }
-        for config in result.needs_confirmation(self.spec.stop.confirmations):
+        incumbent = study.user_attrs.get(INCUMBENT_ATTR)
+        for config in result.needs_confirmation(self.spec.stop.confirmations, against=incumbent):
             if config.config_hash in waiting:
                 continue
             study.enqueue_trial(
@@ -448,20 +452,20 @@ class SweepController:
         best = result.best
         if best is None:
             return
-        incumbent = study.user_attrs.get("tuner_incumbent")
+        incumbent = study.user_attrs.get(INCUMBENT_ATTR)
         if incumbent is None:
-            study.set_user_attr("tuner_incumbent", best.config_hash)
-            study.set_user_attr("tuner_last_gain_trial", trial.number)
+            study.set_user_attr(INCUMBENT_ATTR, best.config_hash)
+            study.set_user_attr(LAST_GAIN_ATTR, trial.number)
             return
         if best.config_hash != incumbent and result.significantly_better(
             best.config_hash, incumbent
         ):
-            study.set_user_attr("tuner_incumbent", best.config_hash)
-            study.set_user_attr("tuner_last_gain_trial", trial.number)
+            study.set_user_attr(INCUMBENT_ATTR, best.config_hash)
+            study.set_user_attr(LAST_GAIN_ATTR, trial.number)
             self.observer.message(f"new best: trial {best.trials[0]} ({result.describe(best)})")
 
     def _search_trials_since_gain(self, study: optuna.Study) -> int:
-        last_gain = study.user_attrs.get("tuner_last_gain_trial")
+        last_gain = study.user_attrs.get(LAST_GAIN_ATTR)
         if last_gain is None:
             return 0
         return sum(
@@ -477,11 +481,11 @@ class SweepController:
         return self._search_trials_since_gain(study) >= self.spec.stop.patience
 
     def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:
-        best = result.best
+        incumbent = result.configs.get(study.user_attrs.get(INCUMBENT_ATTR, ""))
         n = self._search_trials_since_gain(study)
         noise = result.noise_rel_sd()
         noise_text = f" (±{noise:.1%})" if noise is not None else ""
-        who = f"trial {best.trials[0]}" if best else "the best"
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
 
 
