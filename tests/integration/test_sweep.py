@@ -134,6 +134,21 @@ def test_ctrl_c_stops_the_server_marks_the_trial_and_exits_non_zero(tmp_path: Pa
 
 
 def test_a_killed_tuner_leaves_a_server_the_next_run_stops(tmp_path: Path) -> None:
+    path, store_url, server_pid = _kill_tuner_mid_trial(tmp_path)
+    assert _alive(server_pid), "the server runs in its own session and survives tuner"
+
+    again = _tuner("run", "--space", str(path), "--trials", "2", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert not _alive(server_pid)
+    first = Store(store_url).launches("fast")[0]
+    assert first.status == "failed" and first.reason == "interrupted"
+    study = optuna.load_study(study_name="fast", storage=store_url)
+    assert study.trials[0].state.name == "FAIL"
+    assert sum(1 for t in study.trials if t.state.name == "COMPLETE") >= 1
+
+
+def _kill_tuner_mid_trial(tmp_path: Path) -> tuple[Path, str, int]:
+    """Start `tuner run`, kill -9 it while a server is benchmarking: (space, storage, pid)."""
     path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
     proc = subprocess.Popen(
         [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "2"],
@@ -145,16 +160,7 @@ def test_a_killed_tuner_leaves_a_server_the_next_run_stops(tmp_path: Path) -> No
     server_pid = _wait_for_running_launch(tmp_path, store_url)
     proc.kill()  # kill -9: no cleanup runs in tuner
     proc.wait(timeout=10)
-    assert _alive(server_pid), "the server runs in its own session and survives tuner"
-
-    again = _tuner("run", "--space", str(path), "--trials", "2", cwd=tmp_path)
-    assert again.returncode == 0, again.stderr + again.stdout
-    assert not _alive(server_pid)
-    first = Store(store_url).launches("fast")[0]
-    assert first.status == "failed" and first.reason == "interrupted"
-    study = optuna.load_study(study_name="fast", storage=store_url)
-    assert study.trials[0].state.name == "FAIL"
-    assert sum(1 for t in study.trials if t.state.name == "COMPLETE") >= 1
+    return path, store_url, server_pid
 
 
 def _wait_for_running_launch(tmp_path: Path, store_url: str, timeout: float = 120) -> int:
@@ -190,17 +196,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_tuner_cleanup_stops_a_left_server_without_running_a_trial(tmp_path: Path) -> None:
-    path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "2"],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    store_url = f"sqlite:///{tmp_path}/experiments.db"
-    server_pid = _wait_for_running_launch(tmp_path, store_url)
-    proc.kill()
-    proc.wait(timeout=10)
+    _, store_url, server_pid = _kill_tuner_mid_trial(tmp_path)
 
     done = _tuner("cleanup", cwd=tmp_path)
     assert done.returncode == 0, done.stderr + done.stdout
