@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import optuna
+import psutil
 import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
@@ -60,8 +61,13 @@ class SweepResult:
 
 
 def worker_id() -> str:
-    """This tuner process, as other workers and later runs see it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This tuner process as other workers and later runs see it: ``host:pid:start``.
+
+    The start time (psutil's create time, in centiseconds) tells a live worker from
+    an unrelated process that got its pid after it died.
+    """
+    start = round(psutil.Process().create_time() * 100)
+    return f"{socket.gethostname()}:{os.getpid()}:{start}"
 
 
 def open_study(storage: str, name: str, direction: str, seed: int | None) -> optuna.Study:
@@ -111,6 +117,16 @@ def run_sweep(
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
     spec = space.spec
+    # The model's config.json, when it is on this machine: configurations it rules out
+    # are recorded as not launched instead of failing after a load.
+    model_config = validity.load_model_config(space)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    store = Store(storage)
+    name = space.study_name
+    store.ensure_study(name, space_path=str(space.path), space_text=space.path.read_text())
+    study = open_study(storage, name, spec.direction, seed)
+    # A server left by a killed tuner may hold the port or GPUs the check looks at.
+    recover_interrupted(study, store, observer)
     if preflight and runner is None:
         # `tuner check` first: a bad flag or a misspelt NCCL variable fails in seconds,
         # not after a model load. An injected runner launches nothing: nothing to check.
@@ -121,15 +137,6 @@ def run_sweep(
             raise ConfigError(
                 "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)
             )
-    # The model's config.json, when it is on this machine: configurations it rules out
-    # are recorded as not launched instead of failing after a load.
-    model_config = validity.load_model_config(space)
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    store = Store(storage)
-    name = space.study_name
-    store.ensure_study(name, space_path=str(space.path), space_text=space.path.read_text())
-    study = open_study(storage, name, spec.direction, seed)
-    recover_interrupted(study, store, observer)
     enqueue_baselines(study, space)
 
     if runner is None:
@@ -283,7 +290,7 @@ def recover_interrupted(study: optuna.Study, store: Store, observer: SweepObserv
             observer.message(f"stopped server pid {record.pid} left by an interrupted run")
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = trial.user_attrs.get(WORKER_ATTR, "")
-        if worker.split(":")[0] == host and not _pid_alive(worker):
+        if worker.split(":", 1)[0] == host and not _pid_alive(worker):
             study._storage.set_trial_user_attr(trial._trial_id, REASON_ATTR, "interrupted")
             study.tell(trial.number, state=TrialState.FAIL)
             observer.message(f"trial {trial.number} was interrupted; marked failed")
@@ -300,18 +307,17 @@ def _worker_alive(study: optuna.Study, trial_id: int | None) -> bool:
 
 
 def _pid_alive(worker: str) -> bool:
-    """Whether the tuner process named ``host:pid`` on this host still runs."""
+    """Whether the tuner process named ``host:pid:start`` (see worker_id) still runs."""
     try:
-        pid = int(worker.rsplit(":", 1)[1])
-    except (IndexError, ValueError):
+        _, pid_text, start_text = worker.rsplit(":", 2)
+        pid, start = int(pid_text), int(start_text)
+    except ValueError:
         return False
     if pid == os.getpid():
         return False
-    import psutil
-
     try:
         proc = psutil.Process(pid)
-        return proc.is_running() and "tuner" in " ".join(proc.cmdline())
+        return proc.is_running() and abs(round(proc.create_time() * 100) - start) <= 100
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
@@ -415,7 +421,7 @@ class SweepController:
         """Launch again any configuration that looks better than the best but is unconfirmed."""
         result = result or analysis.analyze(self.store, self.space)
         waiting = {
-            t.user_attrs.get(HASH_ATTR) or stats_key(t)
+            t.user_attrs.get(HASH_ATTR)
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         }
         incumbent = study.user_attrs.get(INCUMBENT_ATTR)
@@ -487,10 +493,6 @@ class SweepController:
         noise_text = f" (±{noise:.1%})" if noise is not None else ""
         who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
-
-
-def stats_key(trial: FrozenTrial) -> str | None:
-    return trial.user_attrs.get(HASH_ATTR)
 
 
 def trial_line(trial: FrozenTrial, metric: str) -> str:
