@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tuner.errors import ConfigError, TunerError
 from tuner.store import DEFAULT_STORAGE
@@ -59,7 +60,8 @@ def handles_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TunerError as exc:
-            err.print(f"[bold red]Error:[/] {exc}", highlight=False, markup=True)
+            # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is.
+            err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("[yellow]Interrupted.[/] Run the same command again to resume.")
@@ -211,7 +213,7 @@ def dashboard(
     storage: StorageOpt = DEFAULT_STORAGE,
     port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,
 ) -> None:
-    """Open the study in optuna-dashboard (pip install 'tuner[dashboard]')."""
+    """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]')."""
     from tuner import report
 
     report.run_dashboard(storage, port)
