@@ -172,6 +172,9 @@ class TrialRunner:
             if not process.is_running():
                 reason += f" (server exited with code {process.exit_code()})"
             raise
+        except Exception as exc:  # a bug of ours: record it truthfully, then let it surface
+            reason = f"internal error: {exc!r}"
+            raise
         finally:
             report = process.stop()
             fields: dict[str, Any] = dict(
