@@ -370,7 +370,8 @@ class SweepController:
                 noise=result.noise,
             ):
                 return (
-                    f"pruned after {len(rounds)} rounds: cannot reach the best "
+                    f"pruned after {len(rounds)} round{'s' if len(rounds) != 1 else ''}: "
+                    "cannot reach the best "
                     f"(trial {best.trials[0]}) at {self.spec.stop.confidence:.0%} confidence"
                 )
             return None
