@@ -27,11 +27,11 @@ class MessageObserver(SweepObserver):
         self.console.print(f"[yellow]•[/] {text}", highlight=False)
 
 
-class ConsoleObserver(SweepObserver):
+class ConsoleObserver(MessageObserver):
     """Renders sweep events: a trials bar, a phase line (loading 56%, round 2/3), trial lines."""
 
     def __init__(self, console: Console, progress: Progress, total: int) -> None:
-        self.console = console
+        super().__init__(console)
         self.progress = progress
         self.trials_task = progress.add_task("trials", total=total)
         self.phase_task = progress.add_task("", total=None)
@@ -43,9 +43,6 @@ class ConsoleObserver(SweepObserver):
             total=100 if completed is not None else None,
             completed=completed or 0,
         )
-
-    def message(self, text: str) -> None:
-        self.console.print(f"[yellow]•[/] {text}", highlight=False)
 
     def trial_started(self, number: int, role: str, changed: dict[str, Any]) -> None:
         what = " ".join(f"{k}={v}" for k, v in changed.items()) or "defaults"

@@ -108,13 +108,15 @@ class LaunchMonitor:
 def sample_rows(gpu_samples: Sequence[Any], host_samples: Sequence[Any]) -> list[dict[str, Any]]:
     """Raw samples as rows of ``tuner_samples``."""
     rows = [
-        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=_plain(s)) for s in gpu_samples
+        dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=plain_dict(s))
+        for s in gpu_samples
     ]
     rows += [
-        dict(kind="host", time_s=s.time_s, gpu_index=None, data=_plain(s)) for s in host_samples
+        dict(kind="host", time_s=s.time_s, gpu_index=None, data=plain_dict(s)) for s in host_samples
     ]
     return rows
 
 
-def _plain(obj: Any) -> dict[str, Any]:
+def plain_dict(obj: Any) -> dict[str, Any]:
+    """A dataclass as JSON-ready data (tuples become lists), for the store."""
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(obj).items()}

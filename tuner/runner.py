@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tuner import bench, metrics, telemetry
+from tuner import bench, metrics, stats, telemetry
 from tuner.config import Space
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend
 from tuner.launcher import LaunchSpec, ServerProcess, StopReport, ensure_gpus_idle, free_port
-from tuner.monitor import LaunchMonitor
+from tuner.monitor import LaunchMonitor, plain_dict
 from tuner.space import Settings, server_argv, server_env
-from tuner.store import LaunchStatus, Store
+from tuner.store import LaunchStatus, Store, utcnow
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
 """Given the objective of each round so far, a reason to stop benchmarking, or None."""
@@ -154,13 +154,7 @@ class TrialRunner:
             self.store.update_launch(launch_id, seconds_to_healthy=seconds)
             self.observer.healthy(trial_number, seconds)
             outcome = self._benchmark(process, launch_id, trial_number, port, prune_check)
-            outcome = LaunchOutcome(
-                launch_id=launch_id,
-                round_values=outcome.round_values,
-                pruned_reason=outcome.pruned_reason,
-                seconds_to_healthy=seconds,
-                headline=outcome.headline,
-            )
+            outcome = dataclasses.replace(outcome, seconds_to_healthy=seconds)
             status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
             reason = outcome.pruned_reason
             return outcome
@@ -182,13 +176,13 @@ class TrialRunner:
                 reason=reason,
                 log_tail=process.log_tail(60),
                 cleanup_ok=left_nothing_behind(report),
-                cleanup=_report_dict(report),
-                finished_at=_utcnow(),
+                cleanup=plain_dict(report),
+                finished_at=utcnow(),
             )
             if outcome is not None:
                 fields.update(
                     objective_mean=outcome.mean,
-                    objective_se=_se(outcome.round_values),
+                    objective_se=stats.mean_se(outcome.round_values)[1],
                     objective_rounds=list(outcome.round_values),
                     rounds_done=len(outcome.round_values),
                 )
@@ -362,26 +356,8 @@ def request_row(record: Any) -> dict[str, Any]:
     )
 
 
-def _report_dict(report: Any) -> dict[str, Any]:
-    return {
-        k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(report).items()
-    }
-
-
 def _first_error(result: Any) -> str:
     for record in result.records:
         if record.error:
             return str(record.error)
     return "no error recorded"
-
-
-def _se(values: Sequence[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    return statistics.stdev(values) / len(values) ** 0.5
-
-
-def _utcnow() -> Any:
-    import datetime as dt
-
-    return dt.datetime.now(dt.timezone.utc)

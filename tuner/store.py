@@ -65,7 +65,8 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def _now() -> dt.datetime:
+def utcnow() -> dt.datetime:
+    """Timestamps as stored: timezone-aware UTC."""
     return dt.datetime.now(dt.timezone.utc)
 
 
@@ -86,9 +87,9 @@ class StudyRow(Base):
     noise: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     stop_reason: Mapped[str | None] = mapped_column(String(32))
     stop_detail: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(
-        DateTime(timezone=True), default=_now, onupdate=_now
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
     )
 
 
@@ -126,7 +127,7 @@ class LaunchRow(Base):
     cleanup_ok: Mapped[bool | None] = mapped_column(Boolean)
     cleanup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gpu_summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
