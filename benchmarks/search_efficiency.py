@@ -31,6 +31,7 @@ step noise, as a real restart would. The study's seed seeds optuna's sampler onl
     python benchmarks/search_efficiency.py --cases flat --studies 40 --jobs 2
     python benchmarks/search_efficiency.py --json /tmp/se.json   # per-study records too
     python benchmarks/search_efficiency.py --cases hidden-gain --patience 24  # diagnostic
+    python benchmarks/search_efficiency.py --method tpe          # optuna's TPE throughout
 
 Each study runs in its own Python process, in a private /dev/shm where the machine
 allows it (see _enter_private_shm). Every study is bounded by its launch budget and a
@@ -100,6 +101,7 @@ class Options:
     workdir: str | None
     private_shm: bool = True
     patience: int | None = None  # a diagnostic override of the space's stop.patience
+    method: str = "local"  # search.method: local (tuner's default) or tpe
 
 
 @dataclass
@@ -164,6 +166,7 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
         },
         "objective": {"metric": "output_throughput", "concurrency": 1},
         "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {})},
+        "search": {"method": opts.method},
     }  # fmt: skip
 
 
@@ -321,6 +324,12 @@ def summarise(case: Case, rows: list[StudyResult], grid: int) -> tuple[list[str]
             f"   {'    recommendation is the defaults':<58} "
             f"{pct(sum(r.keep_defaults for r in ok), n):>14}"
         )
+    changed = [len(r.recommended) for r in ok]
+    need = {"flat": 0}.get(case.profile, 3)
+    lines.append(
+        f"   settings the recommendation changes: median {statistics.median(changed):g}, "
+        f"max {max(changed)} (the optimum needs {need})"
+    )
     speeds = [r.true_recommended for r in ok]
     lines.append(
         f"   true speed of the recommendation vs defaults: median {statistics.median(speeds):.4f}"
@@ -479,6 +488,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="diagnostic: override stop.patience (the targets are for the space's own, 6)",
     )
+    p.add_argument(
+        "--method",
+        choices=["local", "tpe"],
+        default="local",
+        help="search.method of every study (default local, tuner's default; tpe to compare)",
+    )
     p.add_argument("--quick", action="store_true", help="3 studies per case: a smoke run")
     p.add_argument("--keep", action="store_true", help="keep each study's directory")
     p.add_argument("--workdir", default=None, help="parent of the study directories")
@@ -510,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir=args.workdir,
         private_shm=not args.shared_shm,
         patience=args.patience,
+        method=args.method,
     )
 
     from tuner.config import parse_space
@@ -535,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  space: params, constraints and stop rule of {SIM_SPACE.relative_to(ROOT)}"
         + (f", but patience {opts.patience} (diagnostic)" if opts.patience else "")
+        + f"; search.method {opts.method}"
     )
     sys.stdout.flush()
 

@@ -191,6 +191,34 @@ class StopSpec(_Strict):
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
     baseline_launches: int = Field(default=2, ge=1)
     confirmations: int = Field(default=1, ge=0)
+    # While the confirmations leave the verdict open (it still looks better, but not yet
+    # significantly), launch it again, up to this many confirmations in all.
+    max_confirmations: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _confirmation_bounds(self) -> StopSpec:
+        if self.max_confirmations is not None and self.max_confirmations < self.confirmations:
+            raise ValueError(
+                f"max_confirmations ({self.max_confirmations}) is below confirmations "
+                f"({self.confirmations}): raise it, or leave it out (confirmations + 2)"
+            )
+        return self
+
+    @property
+    def confirmation_cap(self) -> int:
+        """Confirmation launches one configuration may get at most."""
+        if self.max_confirmations is not None:
+            return self.max_confirmations
+        return self.confirmations + 2 if self.confirmations > 0 else 0
+
+
+class SearchSpec(_Strict):
+    """How proposals are made (see tuner/search.py)."""
+
+    method: Literal["local", "tpe"] = "local"
+    # local: change at most max_changes settings of the incumbent at a time, picked by a
+    # model of each setting's effect (TPE once no neighbour is left); tpe: optuna's TPE.
+    max_changes: int = Field(default=3, ge=1, le=4)
 
 
 _CONSTRAINT = re.compile(
@@ -229,6 +257,7 @@ class SpaceSpec(_Strict):
     benchmark: BenchmarkSpec = Field(default_factory=BenchmarkSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
     stop: StopSpec = Field(default_factory=StopSpec)
+    search: SearchSpec = Field(default_factory=SearchSpec)
 
     @field_validator("constraints", mode="before")
     @classmethod

@@ -44,7 +44,7 @@ class Settings:
     def config_hash(self) -> str:
         """A stable id of the configuration: equal settings, equal hash, in any order."""
         canonical = json.dumps(
-            {k: _canonical(v) for k, v in sorted(self.changed.items())}, sort_keys=True
+            {k: canonical_value(v) for k, v in sorted(self.changed.items())}, sort_keys=True
         )
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -214,8 +214,8 @@ def _number_or_text(value: Any) -> Any:
         return str(value)
 
 
-def _canonical(value: Any) -> Any:
-    # 8 and "8" and 8.0 are the same setting once they become text in argv or env.
+def canonical_value(value: Any) -> str:
+    """A value as the server sees it: 8, "8" and 8.0 are one setting once they are text."""
     return (
         _env_text(value)
         if not isinstance(value, float) or not value.is_integer()

@@ -375,7 +375,7 @@ def between_launch_variance(
         ratios = [launch.mean / center for launch in group]
         spread = _variance(ratios)
         # What the within-launch errors alone would produce: E[s^2] = mean(var_i).
-        explained = statistics.fmean(_launch_var(launch, within_var) for launch in group)
+        explained = statistics.fmean(launch_within_var(launch, within_var) for launch in group)
         excess += (k - 1) * (spread - explained / center**2)
         explained_sum += (k - 1) * explained / center**2
         dof += k - 1
@@ -418,8 +418,11 @@ def _within_part(launch: LaunchEstimate, noise: NoiseEstimate | None) -> tuple[f
     return own
 
 
-def _launch_var(launch: LaunchEstimate, within_var: float | None) -> float:
-    """Variance of a launch mean from round-to-round noise; 0 when nothing says (1 round)."""
+def launch_within_var(launch: LaunchEstimate, within_var: float | None) -> float:
+    """Variance of a launch mean from round-to-round noise; 0 when nothing says (1 round).
+
+    ``within_var`` is the pooled relative variance of one round (NoiseEstimate.within_var).
+    """
     if launch.se is not None:
         return launch.se**2
     if within_var is not None:

@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import optuna
 import psutil
 import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import analysis, launcher, stats, validity
+from tuner import analysis, launcher, search, stats, validity
 from tuner.check import check_space
 from tuner.config import Space
 from tuner.errors import BenchmarkError, ConfigError, LaunchError
@@ -36,6 +37,7 @@ from tuner.space import (
     ROLE_ATTR,
     baseline_params,
     optuna_params,
+    settings_from_params,
     suggest,
     violated_constraints,
 )
@@ -48,6 +50,10 @@ WORKER_ATTR = "tuner_worker"
 INCUMBENT_ATTR = "tuner_incumbent"
 """Study attr: the configuration whose significant gains reset the patience."""
 LAST_GAIN_ATTR = "tuner_last_gain_trial"
+SIMPLIFIED_ATTR = "tuner_simplified"
+"""Study attr: the best configurations a simpler form was already launched for."""
+PROPOSER_ATTR = "tuner_proposer"
+"""Trial attr of a search trial: ``local`` (tuner/search.py) or ``tpe`` (optuna's sampler)."""
 MAX_IDLE_PROPOSALS = 50
 """Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 
@@ -141,8 +147,10 @@ def run_sweep(
 
     if runner is None:
         runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
-    controller = SweepController(space, store, n_trials=n_trials, observer=observer)
-    controller.queue_confirmations(study)
+    controller = SweepController(space, store, n_trials=n_trials, observer=observer, seed=seed)
+    result = analysis.analyze(store, space)
+    controller.queue_confirmations(study, result)
+    controller.queue_proposal(study, result)  # a resumed study goes on where it was
 
     def objective(trial: optuna.Trial) -> float:
         return run_trial(trial, space, runner, controller, model_config=model_config)
@@ -189,6 +197,8 @@ def run_trial(
     trial.set_user_attr(HASH_ATTR, settings.config_hash)
     if role == "search":
         trial.set_user_attr(ROLE_ATTR, role)
+        if PROPOSER_ATTR not in trial.user_attrs:
+            trial.set_user_attr(PROPOSER_ATTR, "tpe")
     broken = violated_constraints(spec, settings.params)
     if broken:
         _not_launched(trial, f"violates constraint {broken[0]}; not launched")
@@ -326,9 +336,16 @@ class SweepController:
     """The optuna callback that decides what comes next and when to stop."""
 
     def __init__(
-        self, space: Space, store: Store, *, n_trials: int, observer: SweepObserver
+        self,
+        space: Space,
+        store: Store,
+        *,
+        n_trials: int,
+        observer: SweepObserver,
+        seed: int | None = None,
     ) -> None:
         self.space = space
+        self.seed = seed
         self.spec = space.spec
         self.store = store
         self.n_trials = n_trials
@@ -393,6 +410,12 @@ class SweepController:
         if verdict is not None:
             self.finish(study, *verdict)
             study.stop()  # optuna's own way out of optimize(), after this callback
+            return
+        left = self.n_trials - self.launched(study)
+        if left == 1 + self.spec.stop.confirmations and not self._confirmation_pending(study):
+            # The budget's last launches go to the checks before the answer, if any.
+            self._queue_final_checks(study, result)
+        self.queue_proposal(study, result)  # only when nothing else waits
 
     def _stop_verdict(
         self, study: optuna.Study, result: analysis.StudyAnalysis
@@ -402,7 +425,11 @@ class SweepController:
             return "budget", f"used the budget of {self.n_trials} launches"
         if result.all_failed(min_launches=self.spec.stop.baseline_launches):
             return "all_failed", "every launch failed; see `tuner trials` for the reasons"
-        if self._plateau(study):
+        if self._plateau(study) and not self._confirmation_pending(study):
+            # A confirmation queued by this very trial may still reset the patience, and
+            # the checks before the answer are worth their launches.
+            if self._queue_final_checks(study, result):
+                return None
             return "plateau", self._plateau_sentence(study, result)
         if self._idle_proposals >= MAX_IDLE_PROPOSALS:
             return "exhausted", (
@@ -426,7 +453,7 @@ class SweepController:
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         }
         incumbent = study.user_attrs.get(INCUMBENT_ATTR)
-        for config in result.needs_confirmation(self.spec.stop.confirmations, against=incumbent):
+        for config in result.needs_confirmation(against=incumbent):
             if config.config_hash in waiting:
                 continue
             study.enqueue_trial(
@@ -442,6 +469,38 @@ class SweepController:
                 f"trial {config.trials[-1]} looks better than the best; "
                 "launching it again to confirm"
             )
+
+    def queue_proposal(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        """Queue the local search's next launch near the incumbent, unless a trial waits.
+
+        Nothing is queued with ``search.method: tpe``, before the baseline is measured, or
+        when every neighbour of the incumbent has been tried: optuna's TPE then proposes.
+        """
+        baseline = result.baseline
+        if self.spec.search.method != "local" or baseline is None:
+            return
+        trials = study.get_trials(deepcopy=False)
+        if any(t.state == TrialState.WAITING for t in trials):
+            return
+        incumbent = result.configs.get(study.user_attrs.get(INCUMBENT_ATTR, "")) or baseline
+        tried = {t.user_attrs[HASH_ATTR] for t in trials if HASH_ATTR in t.user_attrs}
+        params = search.propose(
+            self.spec,
+            result.observations(),
+            incumbent.params,
+            exclude=tried,
+            rng=self._rng(study),
+            min_gain=self.spec.stop.min_gain,
+            max_changes=self.spec.search.max_changes,
+            trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
+        )
+        if params is None:
+            return
+        study.enqueue_trial(
+            optuna_params(self.spec, params),
+            user_attrs={ROLE_ATTR: "search", PARAMS_ATTR: params, PROPOSER_ATTR: "local"},
+            skip_if_exists=False,
+        )
 
     # --- internals -------------------------------------------------------------------------
 
@@ -483,6 +542,105 @@ class SweepController:
             and t.user_attrs.get(ROLE_ATTR) == "search"
             and t.state.is_finished()
         )
+
+    def _confirmation_pending(self, study: optuna.Study) -> bool:
+        return any(
+            t.user_attrs.get(ROLE_ATTR) in ("confirm", "simplify")
+            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        )
+
+    def _queue_final_checks(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """Before the answer: launch a simpler form of the best, then settle a close call.
+
+        True when launches were queued (the sweep goes on until they are done).
+        """
+        return self._queue_simplification(study, result) or self._queue_tiebreak(study, result)
+
+    def _queue_simplification(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """Queue the best with its idle settings dropped (search.simplify), as many times as
+        a confirmed configuration is launched; once per best configuration."""
+        best = result.best
+        launches = 1 + self.spec.stop.confirmations
+        done = list(study.user_attrs.get(SIMPLIFIED_ATTR, []))
+        if (
+            best is None
+            or best.is_baseline
+            or best.config_hash in done
+            or self.launched(study) + launches > self.n_trials
+        ):
+            return False
+        study.set_user_attr(SIMPLIFIED_ATTR, [*done, best.config_hash])
+        simpler = search.simplify(
+            self.spec,
+            result.observations(),
+            best.params,
+            rng=self._rng(study),
+            min_gain=self.spec.stop.min_gain,
+        )
+        if simpler is None:
+            return False
+        config_hash = settings_from_params(self.spec, simpler).config_hash
+        measured = result.configs.get(config_hash)
+        if measured is not None:
+            # Launched already (a search trial may have tried it): top it up to a trusted
+            # count, unless what it showed is already significantly worse than the best.
+            if result.compare(best, measured).verdict == "better":
+                return False
+            launches -= len(measured.launches)
+        elif any(
+            t.user_attrs.get(HASH_ATTR) == config_hash for t in study.get_trials(deepcopy=False)
+        ):
+            return False  # proposed before and not measured: refused, failed or pruned
+        if launches <= 0:
+            return False
+        for _ in range(launches):
+            study.enqueue_trial(
+                optuna_params(self.spec, simpler),
+                user_attrs={ROLE_ATTR: "simplify", PARAMS_ATTR: simpler, HASH_ATTR: config_hash},
+                skip_if_exists=False,
+            )
+        dropped = sorted(k for k, v in best.changed.items() if simpler.get(k) != v)
+        self.observer.message(
+            f"trying trial {best.trials[0]} without {', '.join(dropped)}, which look idle"
+        )
+        return True
+
+    def _queue_tiebreak(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """When the recommendation trails the best by more than min_gain, yet not
+        significantly, launch the less measured of the two again (up to the confirmation
+        cap): the simplicity rule should not give away a real gain for want of data."""
+        rec = result.recommendation()
+        if rec is None or rec.recommended == rec.best:
+            return False
+        best, chosen = result.configs[rec.best], result.configs[rec.recommended]
+        sign = 1.0 if self.spec.direction == "maximize" else -1.0
+        gap = sign * (best.estimate.mean - chosen.estimate.mean) / abs(chosen.estimate.mean)
+        if gap <= self.spec.stop.min_gain or self.launched(study) >= self.n_trials:
+            return False
+        stop = self.spec.stop
+        for config in sorted((chosen, best), key=lambda c: len(c.launches)):
+            first = stop.baseline_launches if config.is_baseline else 1
+            if len(config.launches) - first < stop.confirmation_cap:
+                study.enqueue_trial(
+                    optuna_params(self.spec, config.params),
+                    user_attrs={
+                        ROLE_ATTR: "confirm",
+                        PARAMS_ATTR: config.params,
+                        HASH_ATTR: config.config_hash,
+                    },
+                    skip_if_exists=False,
+                )
+                self.observer.message(
+                    f"launching trial {config.trials[0]} again: {result.describe(chosen)} "
+                    f"trails {result.describe(best)} by {gap:.1%}, not yet significantly"
+                )
+                return True
+        return False
+
+    def _rng(self, study: optuna.Study) -> np.random.Generator:
+        # Seeded per proposal, so a seeded study proposes the same whether resumed or not.
+        n = len(study.get_trials(deepcopy=False))
+        return np.random.default_rng(None if self.seed is None else [self.seed, n])
 
     def _plateau(self, study: optuna.Study) -> bool:
         return self._search_trials_since_gain(study) >= self.spec.stop.patience

@@ -109,6 +109,22 @@ def test_range_checks() -> None:
     )
 
 
+def test_search_and_confirmation_settings() -> None:
+    spec = parse_space(GOOD, Path("s.yaml")).spec
+    assert spec.search.method == "local" and spec.search.max_changes == 3
+    assert spec.stop.confirmation_cap == 3  # confirmations (1) + 2
+    def parsed(**changes: object):  # type: ignore[no-untyped-def]
+        return parse_space(_with(**changes), Path("s.yaml")).spec
+
+    assert parsed(stop={"confirmations": 2, "max_confirmations": 2}).stop.confirmation_cap == 2
+    assert parsed(stop={"confirmations": 0}).stop.confirmation_cap == 0
+    assert parsed(search={"method": "tpe"}).search.method == "tpe"
+    msg = _error(_with(search={"method": "grid"}))
+    assert "space.yaml: search.method" in msg and "local" in msg and "tpe" in msg
+    msg = _error(_with(stop={"confirmations": 3, "max_confirmations": 1}))
+    assert "space.yaml: stop" in msg and "max_confirmations (1) is below confirmations (3)" in msg
+
+
 def test_load_space_reports_yaml_errors_and_missing_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("server: [unclosed\n")

@@ -32,9 +32,9 @@ SPACE = {
 }
 
 
-def _sweep(tmp_path: Path, speed, *, trials: int = 20, seed: int = 0, **kw):  # type: ignore[no-untyped-def]
+def _sweep(tmp_path: Path, speed, *, trials: int = 20, seed: int = 0, space=None, **kw):  # type: ignore[no-untyped-def]
     path = tmp_path / "d.yaml"
-    path.write_text(yaml.safe_dump(SPACE))
+    path.write_text(yaml.safe_dump(space or SPACE))
     storage = f"sqlite:///{tmp_path}/d.db"
     runner = FakeRunner(Store(storage), "d", speed=speed, seed=seed, **kw)
     result = run_sweep(load_space(path), storage=storage, n_trials=trials, seed=seed, runner=runner)
@@ -74,8 +74,10 @@ def test_every_launch_failing_stops_early_with_all_failed(tmp_path: Path) -> Non
     assert {t.user_attrs["tuner_reason"] for t in study.trials} == {"exit 1: boom"}
 
 
-def test_constraint_breaking_proposals_are_never_launched(tmp_path: Path) -> None:
-    _, runner, storage = _sweep(tmp_path, lambda p: 100.0, trials=12)
+@pytest.mark.parametrize("method", ["local", "tpe"])
+def test_constraint_breaking_proposals_are_never_launched(tmp_path: Path, method: str) -> None:
+    space = {**SPACE, "search": {"method": method}}
+    _, runner, storage = _sweep(tmp_path, lambda p: 100.0, trials=12, space=space)
     for _, changed in runner.launched:
         if "MIN" in changed and "MAX" in changed:
             assert int(changed["MIN"]) <= int(changed["MAX"])
@@ -98,3 +100,73 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     assert len(first.launched) == 4 and len(second.launched) == 3
     assert result.launched == 7
     assert not any(role == "baseline" for role, _ in second.launched)
+
+
+def test_search_trials_say_who_proposed_them(tmp_path: Path) -> None:
+    _, _, storage = _sweep(tmp_path, lambda p: 100.0, trials=10)
+    study = optuna.load_study(study_name="d", storage=storage)
+    search = [t for t in study.trials if t.user_attrs.get("tuner_role") == "search"]
+    assert search and {t.user_attrs["tuner_proposer"] for t in search} == {"local"}
+    tpe = {**SPACE, "search": {"method": "tpe"}}
+    (tmp_path / "tpe").mkdir()
+    _, _, storage = _sweep(tmp_path / "tpe", lambda p: 100.0, trials=10, space=tpe)
+    study = optuna.load_study(study_name="d", storage=storage)
+    search = [t for t in study.trials if t.user_attrs.get("tuner_role") == "search"]
+    assert search and {t.user_attrs["tuner_proposer"] for t in search} == {"tpe"}
+
+
+def _three_knobs(p: dict) -> float:
+    """Three settings that each give 3%; every other one does nothing."""
+    hits = (p["NCCL_PROTO"] == "LL128") + (str(p["MAX"]) == "32") + (str(p["compilation"]) == "3")
+    return 100.0 * 1.03**hits
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_gain_spread_over_three_settings_is_found_and_recommended_alone(
+    tmp_path: Path, seed: int
+) -> None:
+    result, runner, storage = _sweep(
+        tmp_path, _three_knobs, trials=30, seed=seed, between=0.003, within=0.003
+    )
+    answer = report.best_report(storage, "d")
+    changed = {k: str(v) for k, v in answer["recommended"]["params"].items() if v != "default"}
+    assert changed == {"NCCL_PROTO": "LL128", "MAX": "32", "compilation": "3"}
+    assert result.launched <= 30
+    # Proposals changed the incumbent a few settings at a time, never more than allowed.
+    assert all(len(c) <= 4 for role, c in runner.launched if role == "search")
+
+
+def test_the_plateau_waits_for_a_pending_confirmation_then_drops_passengers(
+    tmp_path: Path,
+) -> None:
+    # Patience 1: the first search trial is also the last before the plateau. It looks
+    # better, so its confirmation must run before the sweep stops; and since it set two
+    # values at once, the simpler form without the idle one is launched before the answer.
+    space = {
+        **SPACE,
+        "params": {
+            "P": {"env": "P", "choices": ["default", "good"]},
+            "Q": {"env": "Q", "choices": ["default", "idle"]},
+        },
+        "constraints": [],
+        "stop": {**SPACE["stop"], "patience": 1},
+    }
+    result, runner, storage = _sweep(
+        tmp_path,
+        lambda p: 105.0 if p["P"] == "good" else 100.0,
+        space=space,
+        between=0.002,
+        within=0.002,
+    )
+    roles = [role for role, _ in runner.launched]
+    assert roles[:4] == ["baseline", "baseline", "search", "confirm"]
+    assert runner.launched[2][1] == {"P": "good", "Q": "idle"}
+    assert ("simplify", {"P": "good"}) in runner.launched or ("search", {"P": "good"}) in (
+        runner.launched
+    )
+    assert result.stop_reason == "plateau"
+    answer = report.best_report(storage, "d")
+    assert answer["keep_defaults"] is False
+    assert {k: v for k, v in answer["recommended"]["params"].items() if v != "default"} == {
+        "P": "good"
+    }
