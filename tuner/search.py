@@ -3,18 +3,19 @@
 Launches are expensive (a model load each), so the sweep does not leave every proposal
 to a black-box sampler. It fits a **main-effects model** to every measured launch: the
 objective's logarithm is a baseline plus one effect per non-default value of a param
-(log-additive: each setting speeds the server up or slows it down by a factor of its
-own). The effects get a Gaussian prior (most settings do little) and a Bayesian linear
-regression gives their posterior, with each launch weighted by its measured noise.
+(each setting speeds the server up or slows it down by a factor of its own). The prior
+is sparse (most settings do nothing at all), each launch weighs by its measured noise,
+and the posterior is sampled by Gibbs sampling.
 
-A proposal is the incumbent (the configuration the sweep has confirmed as best so far)
-with at most ``max_changes`` settings changed, picked by **Thompson sampling**: draw
-one set of effects from the posterior and take the neighbour it scores highest. Values
-never tried have the widest posterior, so they are tried first, ``max_changes`` at a
-time; a value already seen to help elsewhere is carried onto the incumbent at once; a
-value seen to hurt is left alone. Interactions are not modelled: where the model has
-nothing left to propose (every neighbour launched), the sweep falls back to optuna's
-TPE, which can jump anywhere. Pure: no I/O, numbers in, a proposal out.
+A proposal is the incumbent (the configuration the sweep last confirmed as a gain) with
+a few settings changed: untried values first, several per launch (a group test), as many
+as it takes to try them all within the patience; among those, the neighbour most likely
+to beat the incumbent by min_gain. A value seen to help elsewhere is carried onto the
+incumbent; one seen to hurt is left alone; a setting that may be what makes the
+incumbent fast is changed only alone. ``simplify`` drops the settings the model finds
+idle, for the launch before the answer. Interactions are not modelled; when no neighbour
+is left, the sweep asks optuna's TPE. Pure: no I/O, numbers in, a proposal out.
+docs/search.md has the whole method.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ WORKING = 0.3
 the incumbent fast; changing it with others would confound them)."""
 RANGE_LEVELS = 5
 """Points of an int or float range the local search tries (TPE explores the rest)."""
+MAX_CANDIDATES = 20_000
+"""Neighbours scored per proposal at most; a wider neighbourhood is sampled at random."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,9 @@ def neighbours(
     center: Mapping[str, Scalar],
     max_changes: int,
     working: frozenset[str] = frozenset(),
+    *,
+    rng: np.random.Generator | None = None,
+    limit: int = MAX_CANDIDATES,
 ) -> list[dict[str, Scalar]]:
     """The configurations one step from ``center`` (constraints kept).
 
@@ -202,6 +208,8 @@ def neighbours(
     value that does nothing, or it changes one ``working`` param alone. Replacing a
     setting that may be what makes ``center`` fast while changing others would measure
     only the difference, and a launch that moves nothing would clear none of them.
+    More than ``limit`` steps (a space of many params): ``limit`` of them drawn with
+    ``rng``, single changes always included.
     """
     base = {name: center.get(name, DEFAULT) for name in spec.params}
     moves = {
@@ -212,12 +220,43 @@ def neighbours(
     free = sorted(name for name in moves if name not in working)
     for k in range(1, max_changes + 1):
         groups.extend(itertools.combinations(free, k))
+    total = sum(math.prod(len(moves[n]) for n in names) for names in groups)
+    if total > limit:
+        return _sampled_steps(spec, base, moves, groups, rng or np.random.default_rng(), limit)
     out: list[dict[str, Scalar]] = []
     for names in groups:
         for values in itertools.product(*(moves[n] for n in names)):
             candidate = {**base, **dict(zip(names, values, strict=True))}
             if not violated_constraints(spec, candidate):
                 out.append(candidate)
+    return out
+
+
+def _sampled_steps(
+    spec: SpaceSpec,
+    base: dict[str, Scalar],
+    moves: dict[str, list[Scalar]],
+    groups: list[tuple[str, ...]],
+    rng: np.random.Generator,
+    limit: int,
+) -> list[dict[str, Scalar]]:
+    """Every single change, then random multi-change steps (duplicates dropped)."""
+    picks = [(g, [v]) for g in groups if len(g) == 1 for v in moves[g[0]]]
+    for _ in range(2 * limit):
+        names = groups[int(rng.integers(len(groups)))]
+        picks.append((names, [moves[n][int(rng.integers(len(moves[n])))] for n in names]))
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    out: list[dict[str, Scalar]] = []
+    for names, values in picks:
+        key = tuple(sorted((n, canonical_value(v)) for n, v in zip(names, values, strict=True)))
+        if key in seen:
+            continue
+        seen.add(key)
+        candidate = {**base, **dict(zip(names, values, strict=True))}
+        if not violated_constraints(spec, candidate):
+            out.append(candidate)
+        if len(out) >= limit:
+            break
     return out
 
 
@@ -284,7 +323,7 @@ def propose(
     size = group_size(sum(1 for j in reachable if tried[j] == 0), trials_left, max_changes)
     candidates = [
         c
-        for c in neighbours(spec, incumbent, size + 1, working)
+        for c in neighbours(spec, incumbent, size + 1, working, rng=rng)
         if settings_from_params(spec, c).config_hash not in exclude
     ]
     if not candidates:

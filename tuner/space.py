@@ -21,7 +21,7 @@ import optuna
 from tuner.config import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
 
 ROLE_ATTR = "tuner_role"
-"""User attr on an optuna trial: baseline, search or confirm."""
+"""User attr on an optuna trial: baseline, search, confirm or simplify."""
 PARAMS_ATTR = "tuner_params"
 """User attr holding every param's value, ``default`` included (optuna omits range defaults)."""
 

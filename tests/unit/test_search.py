@@ -309,3 +309,30 @@ def test_setting_worth_is_the_chance_a_setting_pays_half_the_min_gain() -> None:
     assert set(worth) == {"A", "D"}
     assert worth["A"] > 0.9
     assert worth["D"] < 0.2  # untried: the prior's chance of a helpful effect
+
+
+def test_a_wide_neighbourhood_is_sampled_not_enumerated() -> None:
+    wide = parse_space(
+        {
+            "server": {"command": ["srv", "--port", "{port}"]},
+            "params": {
+                f"P{i}": {"env": f"P{i}", "choices": ["default", 1, 2, 3, 4]} for i in range(16)
+            },
+        },
+        Path("s.yaml"),
+    ).spec
+    center = {name: DEFAULT for name in wide.params}
+    found = neighbours(wide, center, 4, rng=np.random.default_rng(0), limit=500)
+    assert len(found) == 500
+    singles = [c for c in found if sum(v != DEFAULT for v in c.values()) == 1]
+    assert len(singles) == 16 * 4  # every single change is there
+    assert len({tuple(sorted(c.items(), key=str)) for c in found}) == 500
+    proposal = propose(
+        wide,
+        [_obs(center, 100.0), _obs(center, 100.2)],
+        center,
+        exclude=set(),
+        rng=np.random.default_rng(0),
+        trials_left=6,
+    )
+    assert proposal is not None and sum(v != DEFAULT for v in proposal.values()) == 3
