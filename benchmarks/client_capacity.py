@@ -657,14 +657,49 @@ def replay(args: argparse.Namespace) -> list[dict]:
 # The report: start a server, run the clients, print a table.
 
 
-class ServerProcess:
-    """The streaming server as a child process; always stopped on exit."""
+FLOOD_SERVER_C = Path(__file__).resolve().parent / "flood_server.c"
 
-    def __init__(self, first_ms: float, interval_ms: float, cpu: int | None) -> None:
-        argv = [sys.executable, __file__, "serve", "--port", "0",
-                "--first-ms", str(first_ms), "--interval-ms", str(interval_ms)]
-        if cpu is not None:
-            argv += ["--cpu", str(cpu)]
+
+def flood_server_binary() -> Path | None:
+    """benchmarks/flood_server.c compiled (once per source version), or None without a C
+    compiler. Built under the system's temporary directory, never in the repository."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        return None
+    digest = hashlib.sha256(FLOOD_SERVER_C.read_bytes()).hexdigest()[:12]
+    binary = Path(tempfile.gettempdir()) / f"tuner-flood-server-{digest}"
+    if not binary.exists():
+        partial = binary.with_suffix(f".{os.getpid()}")
+        built = subprocess.run([compiler, "-O2", "-o", str(partial), str(FLOOD_SERVER_C)],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            print(f"note: cannot build {FLOOD_SERVER_C.name} ({built.stderr.strip()[:200]}); "
+                  "flood runs use the Python server", file=sys.stderr)
+            return None
+        partial.replace(binary)
+    return binary
+
+
+class ServerProcess:
+    """The streaming server as a child process; always stopped on exit.
+
+    ``native``: the C flood server (benchmarks/flood_server.c) instead of the Python one;
+    flood mode only, and it keeps no per-stream truth (accuracy runs use the Python one).
+    """
+
+    def __init__(self, first_ms: float, interval_ms: float, cpu: int | None,
+                 native: Path | None = None) -> None:
+        if native is not None:
+            argv = [str(native), "0"] + ([str(cpu)] if cpu is not None else [])
+        else:
+            argv = [sys.executable, __file__, "serve", "--port", "0",
+                    "--first-ms", str(first_ms), "--interval-ms", str(interval_ms)]
+            if cpu is not None:
+                argv += ["--cpu", str(cpu)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line.startswith("listening on"):
@@ -725,12 +760,18 @@ def capacity(args: argparse.Namespace) -> list[dict]:
     plans = [(t, 1) for t in args.transports if t != "tuner"]
     if "tuner" in args.transports:
         plans = [("tuner", w) for w in args.workers] + plans
+    native = flood_server_binary() if args.server in ("auto", "c") else None
+    if args.server == "c" and native is None:
+        raise SystemExit("--server c: no C compiler could build benchmarks/flood_server.c")
     for mode in args.modes:
         interval = 0.0 if mode == "flood" else args.pace_ms
+        server_kind = "c" if native is not None and mode == "flood" else "python"
+        print(f"{mode}: {server_kind} server", flush=True)
         for streams in args.streams:
             runs: dict[tuple[str, int], list[dict]] = {plan: [] for plan in plans}
             server_cpu, _ = _placement(1)
-            with ServerProcess(0, interval, server_cpu) as server:
+            with ServerProcess(0, interval, server_cpu,
+                               native if server_kind == "c" else None) as server:
                 for _ in range(args.repeat):
                     for transport, workers in plans:
                         _, client_cpus = _placement(workers)
@@ -740,7 +781,8 @@ def capacity(args: argparse.Namespace) -> list[dict]:
                         run["server_cpu_s"] = server.get("/truth")["server_cpu_s"]
                         runs[(transport, workers)].append(run)
             for (transport, workers), done in runs.items():
-                rows.append(_row(mode, streams, transport, workers, done))
+                rows.append({**_row(mode, streams, transport, workers, done),
+                             "server": server_kind})
     return rows
 
 
@@ -796,6 +838,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="flood: tokens as fast as the socket takes them; paced: every "
                         "--pace-ms per stream, one read per token")
     parser.add_argument("--pace-ms", type=float, default=10.0)
+    parser.add_argument("--server", choices=("auto", "c", "python"), default="auto",
+                        help="flood runs: the C server (benchmarks/flood_server.c, built with "
+                        "the machine's cc; auto: when one is found) or the Python one; paced "
+                        "and accuracy runs always use the Python server")
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--transports", nargs="+", default=list(TRANSPORTS),
                         choices=TRANSPORTS)

@@ -1,0 +1,84 @@
+"""benchmarks/flood_server.c, the capacity benchmark's C server, streams what it claims.
+
+It must answer like the Python server (every token one SSE event, usage at the end,
+keep-alive) and count what it wrote, or the capacity figures measured against it mean
+nothing. Skipped where no C compiler is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tuner.bench import LoadSpec, measure_level
+from tuner.metrics import summarize
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(
+        not (shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")),
+        reason="no C compiler to build benchmarks/flood_server.c",
+    ),
+]
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
+
+
+def _capacity_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("client_capacity", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["client_capacity"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def flood_url() -> Iterator[str]:
+    binary = _capacity_module().flood_server_binary()
+    assert binary is not None and binary.exists()
+    proc = subprocess.Popen([str(binary), "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), line
+        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def test_tuners_client_gets_every_token_the_flood_server_counts(flood_url: str) -> None:
+    httpx.post(flood_url + "/truth/reset", timeout=10)
+    load = LoadSpec(model="bench-model", prompt_tokens=8, max_tokens=64, concurrency=16,
+                    requests=48, warmup=1)
+    summary = summarize(measure_level(flood_url, load))
+    assert summary.completed == 48 and summary.errors == 0
+    assert summary.output_tokens == 48 * 64
+    assert not summary.tokens_estimated  # the final usage chunk was there
+    truth = httpx.get(flood_url + "/truth", timeout=10).json()
+    assert truth["streams"] == 48 + 1  # and the warmup request
+    assert truth["tokens"] == 48 * 64 + 64
+    assert truth["peak_open_streams"] >= 16
+    assert truth["server_cpu_s"] > 0
+
+
+def test_chat_streams_and_plain_routes(flood_url: str) -> None:
+    with httpx.Client(timeout=10) as client:
+        assert client.get(flood_url + "/v1/models").json()["data"][0]["id"] == "bench-model"
+        body = {"model": "bench-model", "messages": [], "max_tokens": 3, "stream": True}
+        with client.stream("POST", flood_url + "/v1/chat/completions", json=body) as reply:
+            text = "".join(reply.iter_text())
+        assert reply.headers["transfer-encoding"] == "chunked"
+        assert text.count('"delta":{"content":" tok"}') == 3
+        assert text.rstrip().endswith("data: [DONE]")
