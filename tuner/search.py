@@ -320,7 +320,13 @@ def propose(
         for v in values[1:]
         if canonical_value(v) != canonical_value(incumbent.get(name, DEFAULT))
     }
-    size = group_size(sum(1 for j in reachable if tried[j] == 0), trials_left, max_changes)
+    working_columns = {j for (name, _), j in model.index.items() if name in working}
+    untried_alone = {j for j in reachable if tried[j] == 0 and j in working_columns}
+    size = group_size(
+        sum(1 for j in reachable if tried[j] == 0) - len(untried_alone),
+        trials_left - len(untried_alone),
+        max_changes,
+    )
     candidates = [
         c
         for c in neighbours(spec, incumbent, size + 1, working, rng=rng)
@@ -333,16 +339,25 @@ def propose(
     untried = (new & (tried == 0)).sum(axis=1)
     keep = untried <= size
     candidates = [c for c, k in zip(candidates, keep, strict=True) if k]
-    rows, untried = rows[keep], untried[keep]
+    rows, new, untried = rows[keep], new[keep], untried[keep]
     if not candidates:
         return None
     p_gain = (((rows - center) @ draws.T) > math.log1p(min_gain)).mean(axis=1)
     changes = (rows != center).sum(axis=1)
+    # A working param's untried value can only be tried alone: such a launch counts as a
+    # full group, and is not held to the others' chance of a gain (replacing what may make
+    # the incumbent fast rarely looks likely to gain, yet is the only way to try it).
+    alone = (new[:, sorted(untried_alone)].sum(axis=1) > 0) if untried_alone else None
+    score = untried if alone is None else np.where(alone, size, untried)
     noise = rng.random(len(candidates))
-    eligible = [i for i in range(len(candidates)) if p_gain[i] >= 0.5 * p_gain.max()]
+    eligible = [
+        i
+        for i in range(len(candidates))
+        if p_gain[i] >= 0.5 * p_gain.max() or (alone is not None and alone[i])
+    ]
     best = min(
         eligible,
-        key=lambda i: (-int(untried[i]), -round(float(p_gain[i]), 6), int(changes[i]), noise[i]),
+        key=lambda i: (-int(score[i]), -round(float(p_gain[i]), 6), int(changes[i]), noise[i]),
     )
     return candidates[best]
 

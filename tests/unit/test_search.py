@@ -336,3 +336,19 @@ def test_a_wide_neighbourhood_is_sampled_not_enumerated() -> None:
         trials_left=6,
     )
     assert proposal is not None and sum(v != DEFAULT for v in proposal.values()) == 3
+
+
+def test_an_untried_value_of_a_working_setting_gets_a_launch_of_its_own() -> None:
+    # C=x made the incumbent 3% faster; C=y was never tried; everything else was, idle.
+    obs = [
+        _obs(BASE, 100.0),
+        _obs(BASE, 100.1),
+        _obs(_with(C="x"), 103.0),
+        _obs(_with(C="x"), 103.1),
+        _obs(_with(C="x", A="on", B="on"), 103.0),
+        _obs(_with(C="x", D="on", MIN=4, MAX=8), 103.1),
+        _obs(_with(C="x", MIN=16, MAX=32), 102.9),
+    ]
+    for seed in range(5):
+        proposal = _propose(obs, _with(C="x"), seed=seed, trials_left=3)
+        assert proposal == _with(C="y")
