@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         "--patience",
         type=int,
         default=None,
-        help="diagnostic: override stop.patience (the targets are for the space's own, 6)",
+        help="diagnostic: override stop.patience (the targets are for the space's own, 8)",
     )
     p.add_argument(
         "--method",

@@ -186,7 +186,7 @@ class ObjectiveSpec(_Strict):
 class StopSpec(_Strict):
     """When to stop searching, and what counts as a gain."""
 
-    patience: int = Field(default=6, ge=1)
+    patience: int = Field(default=8, ge=1)
     min_gain: float = Field(default=0.01, ge=0)
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
     baseline_launches: int = Field(default=2, ge=1)
