@@ -8,61 +8,38 @@ client-limited: never report a wrong number as the server's.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LoadSpec, discover_model, measure_level
 from tuner.metrics import summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
-
-
-class PacedServer:
-    def __init__(self, first_ms: float, interval_ms: float) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "serve", "--port", "0", "--first-ms", str(first_ms),
-             "--interval-ms", str(interval_ms)],
-            stdout=subprocess.PIPE, text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line.startswith("listening on"), line
-        self.url = "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
-
-    def truth(self) -> dict:
-        return httpx.get(self.url + "/truth", timeout=10).json()
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
-        if self.proc.stdout:
-            self.proc.stdout.close()
-
 
 @pytest.fixture
-def paced() -> Iterator[PacedServer]:
-    server = PacedServer(first_ms=50, interval_ms=20)
+def paced() -> Iterator[StreamingServer]:
+    server = StreamingServer.python(first_ms=50, interval_ms=20)
     try:
         yield server
     finally:
         server.stop()
 
 
-def test_256_streams_held_and_timings_match_the_servers_truth(paced: PacedServer) -> None:
+def test_256_streams_held_and_timings_match_the_servers_truth(paced: StreamingServer) -> None:
     model = discover_model(paced.url)
-    load = LoadSpec(model=model, concurrency=256, requests=256, max_tokens=25, warmup=2,
-                    prompt_tokens=16, workers=1, timeout_s=60)
+    load = LoadSpec(
+        model=model,
+        concurrency=256,
+        requests=256,
+        max_tokens=25,
+        warmup=2,
+        prompt_tokens=16,
+        workers=1,
+        timeout_s=60,
+    )
     result = measure_level(paced.url, load)
     truth = paced.truth()
     summary = summarize(result)
@@ -70,9 +47,11 @@ def test_256_streams_held_and_timings_match_the_servers_truth(paced: PacedServer
     assert result.peak_in_flight == 256 and truth["peak_open_streams"] == 256
     ttft_error = summary.ttft_ms.p50 / truth["ttft_ms_p50"] - 1
     itl_error = summary.itl_ms.mean / truth["itl_ms_mean"] - 1
-    detail = (f"TTFT p50 {summary.ttft_ms.p50:.2f} vs {truth['ttft_ms_p50']:.2f} ms, "
-              f"ITL mean {summary.itl_ms.mean:.3f} vs {truth['itl_ms_mean']:.3f} ms, "
-              f"lag p99 {summary.client_lag_ms_p99:.1f} ms")
+    detail = (
+        f"TTFT p50 {summary.ttft_ms.p50:.2f} vs {truth['ttft_ms_p50']:.2f} ms, "
+        f"ITL mean {summary.itl_ms.mean:.3f} vs {truth['itl_ms_mean']:.3f} ms, "
+        f"lag p99 {summary.client_lag_ms_p99:.1f} ms"
+    )
     if not result.client_limited:
         assert abs(ttft_error) <= 0.10, detail
         assert abs(itl_error) <= 0.01, detail
@@ -80,9 +59,10 @@ def test_256_streams_held_and_timings_match_the_servers_truth(paced: PacedServer
         assert result.warnings and "client" in result.warnings[0], detail
 
 
-def test_output_lengths_are_fixed_and_tpot_excludes_the_first_token(paced: PacedServer) -> None:
-    load = LoadSpec(model="bench-model", concurrency=4, requests=8, max_tokens=10, warmup=0,
-                    workers=1)
+def test_output_lengths_are_fixed_and_tpot_excludes_the_first_token(paced: StreamingServer) -> None:
+    load = LoadSpec(
+        model="bench-model", concurrency=4, requests=8, max_tokens=10, warmup=0, workers=1
+    )
     result = measure_level(paced.url, load)
     summary = summarize(result)
     assert summary.output_tokens == 80 and not summary.tokens_estimated

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.integration.bench_servers import CAPACITY_SCRIPT, StreamingServer
 from tuner.bench import LoadSpec, measure_level
 from tuner.metrics import summarize
 
@@ -29,11 +28,9 @@ pytestmark = [
     ),
 ]
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
-
 
 def _capacity_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("client_capacity", SCRIPT)
+    spec = importlib.util.spec_from_file_location("client_capacity", CAPACITY_SCRIPT)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["client_capacity"] = module
@@ -45,23 +42,18 @@ def _capacity_module():  # type: ignore[no-untyped-def]
 def flood_url() -> Iterator[str]:
     binary = _capacity_module().flood_server_binary()
     assert binary is not None and binary.exists()
-    proc = subprocess.Popen([str(binary), "0"], stdout=subprocess.PIPE, text=True)
+    server = StreamingServer([str(binary), "0"])
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("listening on 127.0.0.1:"), line
-        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout:
-            proc.stdout.close()
+        server.stop()
 
 
 def test_tuners_client_gets_every_token_the_flood_server_counts(flood_url: str) -> None:
     httpx.post(flood_url + "/truth/reset", timeout=10)
-    load = LoadSpec(model="bench-model", prompt_tokens=8, max_tokens=64, concurrency=16,
-                    requests=48, warmup=1)
+    load = LoadSpec(
+        model="bench-model", prompt_tokens=8, max_tokens=64, concurrency=16, requests=48, warmup=1
+    )
     summary = summarize(measure_level(flood_url, load))
     assert summary.completed == 48 and summary.errors == 0
     assert summary.output_tokens == 48 * 64

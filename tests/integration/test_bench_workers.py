@@ -2,45 +2,32 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LiveStats, LoadSpec, measure_level
 from tuner.errors import BenchmarkError
 from tuner.metrics import summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
-
 
 @pytest.fixture
 def server_url() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "serve", "--port", "0", "--first-ms", "5",
-         "--interval-ms", "2"],
-        stdout=subprocess.PIPE, text=True,
-    )
+    server = StreamingServer.python(first_ms=5, interval_ms=2)
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("listening on"), line
-        yield "http://127.0.0.1:" + line.rsplit(":", 1)[1].strip()
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(10)
-        if proc.stdout:
-            proc.stdout.close()
+        server.stop()
 
 
 def test_two_workers_share_one_level(server_url: str) -> None:
     live = LiveStats()
-    load = LoadSpec(model="bench-model", concurrency=8, requests=40, max_tokens=12, warmup=2,
-                    workers=2)
+    load = LoadSpec(
+        model="bench-model", concurrency=8, requests=40, max_tokens=12, warmup=2, workers=2
+    )
     result = measure_level(server_url, load, live=live)
     assert result.workers == 2 and result.errors == 0
     assert sorted(r.index for r in result.records) == list(range(40))
@@ -52,8 +39,15 @@ def test_two_workers_share_one_level(server_url: str) -> None:
 
 
 def test_poisson_rate_split_among_workers(server_url: str) -> None:
-    load = LoadSpec(model="bench-model", concurrency=8, requests=30, max_tokens=4, warmup=0,
-                    rate=100.0, workers=2)
+    load = LoadSpec(
+        model="bench-model",
+        concurrency=8,
+        requests=30,
+        max_tokens=4,
+        warmup=0,
+        rate=100.0,
+        workers=2,
+    )
     result = measure_level(server_url, load)
     assert result.completed == 30 and result.workers == 2
 
