@@ -241,7 +241,9 @@ def _sampled_steps(
     limit: int,
 ) -> list[dict[str, Scalar]]:
     """Every single change, then random multi-change steps (duplicates dropped)."""
-    picks = [(g, [v]) for g in groups if len(g) == 1 for v in moves[g[0]]]
+    picks: list[tuple[tuple[str, ...], list[Scalar]]] = [
+        (g, [v]) for g in groups if len(g) == 1 for v in moves[g[0]]
+    ]
     for _ in range(2 * limit):
         names = groups[int(rng.integers(len(groups)))]
         picks.append((names, [moves[n][int(rng.integers(len(moves[n])))] for n in names]))

@@ -27,7 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import analysis, launcher, search, stats, validity
 from tuner.check import check_space
-from tuner.config import Space
+from tuner.config import Scalar, Space, SpaceSpec
 from tuner.errors import BenchmarkError, ConfigError, LaunchError
 from tuner.events import SweepObserver
 from tuner.gpu import GpuBackend, NullGpuBackend
@@ -254,11 +254,22 @@ def enqueue_baselines(study: optuna.Study, space: Space) -> None:
     )
     params = baseline_params(space.spec)
     for _ in range(wanted - have):
-        study.enqueue_trial(
-            optuna_params(space.spec, params),
-            user_attrs={ROLE_ATTR: "baseline", PARAMS_ATTR: params},
-            skip_if_exists=False,
-        )
+        enqueue_launch(study, space.spec, params, "baseline")
+
+
+def enqueue_launch(
+    study: optuna.Study,
+    spec: SpaceSpec,
+    params: Mapping[str, Scalar],
+    role: str,
+    attrs: Mapping[str, object] | None = None,
+) -> None:
+    """Queue one launch of ``params`` in ``role`` (baseline, search, confirm, simplify)."""
+    study.enqueue_trial(
+        optuna_params(spec, params),
+        user_attrs={ROLE_ATTR: role, PARAMS_ATTR: dict(params), **(attrs or {})},
+        skip_if_exists=False,
+    )
 
 
 def cleanup(storage: str, study_name: str | None, observer: SweepObserver) -> int:
@@ -456,14 +467,8 @@ class SweepController:
         for config in result.needs_confirmation(against=incumbent):
             if config.config_hash in waiting:
                 continue
-            study.enqueue_trial(
-                optuna_params(self.spec, config.params),
-                user_attrs={
-                    ROLE_ATTR: "confirm",
-                    PARAMS_ATTR: config.params,
-                    HASH_ATTR: config.config_hash,
-                },
-                skip_if_exists=False,
+            enqueue_launch(
+                study, self.spec, config.params, "confirm", {HASH_ATTR: config.config_hash}
             )
             self.observer.message(
                 f"trial {config.trials[-1]} looks better than the best; "
@@ -496,11 +501,7 @@ class SweepController:
         )
         if params is None:
             return
-        study.enqueue_trial(
-            optuna_params(self.spec, params),
-            user_attrs={ROLE_ATTR: "search", PARAMS_ATTR: params, PROPOSER_ATTR: "local"},
-            skip_if_exists=False,
-        )
+        enqueue_launch(study, self.spec, params, "search", {PROPOSER_ATTR: "local"})
 
     # --- internals -------------------------------------------------------------------------
 
@@ -594,11 +595,7 @@ class SweepController:
         if launches <= 0:
             return False
         for _ in range(launches):
-            study.enqueue_trial(
-                optuna_params(self.spec, simpler),
-                user_attrs={ROLE_ATTR: "simplify", PARAMS_ATTR: simpler, HASH_ATTR: config_hash},
-                skip_if_exists=False,
-            )
+            enqueue_launch(study, self.spec, simpler, "simplify", {HASH_ATTR: config_hash})
         dropped = sorted(k for k, v in best.changed.items() if simpler.get(k) != v)
         self.observer.message(
             f"trying trial {best.trials[0]} without {', '.join(dropped)}, which look idle"
@@ -621,14 +618,8 @@ class SweepController:
         for config in sorted((chosen, best), key=lambda c: len(c.launches)):
             first = stop.baseline_launches if config.is_baseline else 1
             if len(config.launches) - first < stop.confirmation_cap:
-                study.enqueue_trial(
-                    optuna_params(self.spec, config.params),
-                    user_attrs={
-                        ROLE_ATTR: "confirm",
-                        PARAMS_ATTR: config.params,
-                        HASH_ATTR: config.config_hash,
-                    },
-                    skip_if_exists=False,
+                enqueue_launch(
+                    study, self.spec, config.params, "confirm", {HASH_ATTR: config.config_hash}
                 )
                 self.observer.message(
                     f"launching trial {config.trials[0]} again: {result.describe(chosen)} "
