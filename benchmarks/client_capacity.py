@@ -26,6 +26,7 @@ client saw them versus as the server wrote them.
     python benchmarks/client_capacity.py                      # the whole report
     python benchmarks/client_capacity.py --streams 64 --transports tuner aiohttp --repeat 5
     python benchmarks/client_capacity.py --workers 1 2 4      # tuner with N processes
+    python benchmarks/client_capacity.py --workers 1 2 --client-cores all  # on 2 cores
     python benchmarks/client_capacity.py serve --port 8000 --first-ms 50 --interval-ms 20
 
 The server modes: flood (``--interval-ms 0``: every open stream gets one token per
@@ -746,12 +747,18 @@ def _run_client(port: int, transport: str, streams: int, tokens: int, workers: i
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _placement(workers: int) -> tuple[int | None, list[int] | None]:
-    """The server on the last core, the client on the first ``workers`` of the others."""
+def _placement(workers: int, share: bool = False) -> tuple[int | None, list[int] | None]:
+    """The server on the last core, the client on the first ``workers`` of the others.
+
+    ``share``: the client may use the server's core too (``--client-cores all``), so a
+    machine with few cores can still run as many client processes as it has cores; the
+    server then takes part of one client's core, and the figures say so.
+    """
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if len(cores) < 2:
         return None, None
-    return cores[-1], cores[: max(1, min(workers, len(cores) - 1))]
+    usable = cores if share else cores[:-1]
+    return cores[-1], usable[: max(1, min(workers, len(usable)))]
 
 
 def capacity(args: argparse.Namespace) -> list[dict]:
@@ -774,7 +781,7 @@ def capacity(args: argparse.Namespace) -> list[dict]:
                                native if server_kind == "c" else None) as server:
                 for _ in range(args.repeat):
                     for transport, workers in plans:
-                        _, client_cpus = _placement(workers)
+                        _, client_cpus = _placement(workers, args.client_cores == "all")
                         server.post("/truth/reset")
                         run = _run_client(server.port, transport, streams, args.tokens,
                                           workers, client_cpus, args.timeout, args.loop)
@@ -782,7 +789,7 @@ def capacity(args: argparse.Namespace) -> list[dict]:
                         runs[(transport, workers)].append(run)
             for (transport, workers), done in runs.items():
                 rows.append({**_row(mode, streams, transport, workers, done),
-                             "server": server_kind})
+                             "server": server_kind, "client_cores": args.client_cores})
     return rows
 
 
@@ -847,6 +854,10 @@ def main(argv: list[str] | None = None) -> None:
                         choices=TRANSPORTS)
     parser.add_argument("--workers", type=int, nargs="+", default=[1],
                         help="client processes for the tuner transport")
+    parser.add_argument("--client-cores", choices=("free", "all"), default="free",
+                        help="free: the client gets every core but the server's (the "
+                        "clean measurement); all: the server's core too, so N client "
+                        "processes can run on an N-core machine (the server then shares)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--accuracy-streams", type=int, default=256)
     parser.add_argument("--first-ms", type=float, default=50.0)
