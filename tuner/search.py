@@ -302,6 +302,7 @@ def propose(
     1. Values no launch has set yet are tried first, as many per launch as it takes to
        try them all within the patience (``trials_left`` search trials), up to
        ``max_changes``; one more change may carry a value that looked good elsewhere.
+       A working param's untried value goes alone, in a launch of its own.
     2. Among the neighbours at least half as likely to beat the incumbent by
        ``min_gain`` as the likeliest (the share of posterior draws in which their
        effects add up to more), the one trying the most untried values wins; then the
