@@ -152,8 +152,7 @@ class StudyAnalysis:
                 confidence=min(SCREEN_CONFIDENCE, stop.confidence),
             )
             if looks_better and (
-                extra < stop.confirmations
-                or self.compare(c, reference).verdict != "better"
+                extra < stop.confirmations or self.compare(c, reference).verdict != "better"
             ):
                 wanted.append(c)
         return wanted
@@ -200,17 +199,20 @@ def analyze(store: Store, space: Space) -> StudyAnalysis:
     rows = store.launches(space.study_name)
     counts: dict[str, int] = defaultdict(int)
     groups: dict[str, list[LaunchRow]] = defaultdict(list)
+    estimates: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
     measured = []
     for row in rows:
         counts[row.status] += 1
-        if row.status == LaunchStatus.COMPLETE and row.objective_rounds:
+        if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
+            continue
+        if not row.objective_rounds:
+            continue
+        estimate = stats.launch_estimate(row.objective_rounds)
+        measured.append((dict(row.params), estimate))
+        if row.status == LaunchStatus.COMPLETE:
             groups[row.config_hash].append(row)
-        if row.status in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED) and row.objective_rounds:
-            measured.append((dict(row.params), stats.launch_estimate(row.objective_rounds)))
-    launches = {
-        key: tuple(stats.launch_estimate(r.objective_rounds or []) for r in group)
-        for key, group in groups.items()
-    }
+            estimates[row.config_hash].append(estimate)
+    launches = {key: tuple(group) for key, group in estimates.items()}
     noise = stats.between_launch_variance(launches.values())
     configs = {}
     for key, group in groups.items():

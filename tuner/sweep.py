@@ -610,8 +610,7 @@ class SweepController:
         if rec is None or rec.recommended == rec.best:
             return False
         best, chosen = result.configs[rec.best], result.configs[rec.recommended]
-        sign = 1.0 if self.spec.direction == "maximize" else -1.0
-        gap = sign * (best.estimate.mean - chosen.estimate.mean) / abs(chosen.estimate.mean)
+        gap = result.compare(best, chosen).gain
         if gap <= self.spec.stop.min_gain or self.launched(study) >= self.n_trials:
             return False
         stop = self.spec.stop
