@@ -482,7 +482,7 @@ async def _floor(port: int, streams: int, tokens: int) -> dict:
 
 def _tuner(base: str, streams: int, tokens: int, workers: int) -> dict:
     from tuner.bench import LoadSpec, measure_level
-    from tuner.metrics import summarize
+    from tuner.bench.summary import summarize
 
     load = LoadSpec(model=MODEL, prompt_tokens=8, max_tokens=tokens, concurrency=streams,
                     requests=streams, warmup=0, workers=workers)

@@ -11,7 +11,7 @@ and exits 0.
 
     python benchmarks/nvml_check.py            # from the repository root
 
-Needs only nvidia-ml-py, psutil and torch: it imports tuner.gpu and tuner.telemetry
+Needs only nvidia-ml-py, psutil and torch: it imports tuner.telemetry.gpu and tuner.telemetry
 and nothing else of tuner, and runs from a checkout without installing it.
 """
 
@@ -43,7 +43,7 @@ def report(status: str, what: str, detail: str = "") -> None:
 
 
 def import_tuner() -> tuple[Any, Any, Any, Any]:
-    """tuner.gpu and the telemetry modules, with or without tuner's other dependencies.
+    """tuner.telemetry.gpu and the telemetry modules, with or without tuner's other dependencies.
 
     If importing the package fails (tuner/__init__.py pulls in something this machine
     lacks), a bare package object pointing at the checkout stands in for it, so only
@@ -58,8 +58,9 @@ def import_tuner() -> tuple[Any, Any, Any, Any]:
         package = types.ModuleType("tuner")
         package.__path__ = [str(ROOT / "tuner")]
         sys.modules["tuner"] = package
-    from tuner import gpu
-    from tuner.telemetry import gpu_sampler, inventory, summary
+    from tuner.telemetry import gpu
+    from tuner.telemetry import gpu_sampler, inventory
+    from tuner.telemetry import gpu_summary as summary
 
     return gpu, gpu_sampler, inventory, summary
 

@@ -1,9 +1,9 @@
 """Search efficiency, measured: many seeded studies against `tuner sim`, and what they found.
 
 Issue 3, item 7 ("measured, not asserted"). Each study is a real sweep
-(``tuner.sweep.run_sweep``) in its own temporary directory and SQLite database; every
+(``tuner.study.sweep.run_sweep``) in its own temporary directory and SQLite database; every
 launch is a real ``python -m tuner.sim`` subprocess, benchmarked over HTTP, stopped by
-the launcher. Afterwards the recommendation (``tuner.report.best_report``, what `tuner
+the launcher. Afterwards the recommendation (``tuner.views.report.best_report``, what `tuner
 best` says) is scored against the simulator's noise-free truth
 (``tuner.sim.relative_speed``), which the sweep never sees.
 
@@ -172,7 +172,7 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
 
 def grid_size(spec: Any) -> int:
     """Every combination of choices that satisfies the constraints (the exhaustive search)."""
-    from tuner.space import violated_constraints
+    from tuner.space.settings import violated_constraints
 
     names = list(spec.params)
     choices = [list(spec.params[n].choices or []) for n in names]
@@ -188,7 +188,7 @@ def grid_size(spec: Any) -> int:
 def true_speed(spec: Any, profile: str, params: dict[str, Any]) -> float:
     """The simulator's noise-free throughput of these params over the defaults'."""
     from tuner.sim import parse_settings, relative_speed
-    from tuner.space import settings_from_params
+    from tuner.space.settings import settings_from_params
 
     settings = settings_from_params(spec, params)
     sim = parse_settings(["--profile", profile, "--port", "1", *settings.args], settings.env)
@@ -207,11 +207,11 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
     try:
         import optuna
 
-        from tuner.config import load_space
-        from tuner.report import best_report
-        from tuner.runner import RunnerOptions
-        from tuner.store import LaunchStatus, Store
-        from tuner.sweep import LAUNCHED_ATTR, run_sweep
+        from tuner.space.spec import load_space
+        from tuner.views.report import best_report
+        from tuner.trial.runner import RunnerOptions
+        from tuner.storage.store import LaunchStatus, Store
+        from tuner.study.sweep import LAUNCHED_ATTR, run_sweep
 
         path = root / "space.yaml"
         path.write_text(yaml.safe_dump(space_dict(case, seed, opts), sort_keys=False))
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         method=args.method,
     )
 
-    from tuner.config import parse_space
+    from tuner.space.spec import parse_space
 
     grids = {
         name: grid_size(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from tuner.gpu import GpuInfo, GpuProcess, GpuSample
+from tuner.telemetry.gpu import GpuInfo, GpuProcess, GpuSample
 
 
 @dataclass
@@ -171,7 +171,7 @@ class FakeRunner:
 
     def run(self, *, trial_id, trial_number, role, settings, prune_check=None):  # type: ignore[no-untyped-def]
         from tuner.errors import LaunchError
-        from tuner.runner import LaunchOutcome
+        from tuner.trial.runner import LaunchOutcome
 
         self.launched.append((role, dict(settings.changed)))
         launch_id = self.store.add_launch(

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner.errors import ConfigError, TunerError
-from tuner.store import DEFAULT_STORAGE
+from tuner.storage.store import DEFAULT_STORAGE
 
 app = typer.Typer(
     name="tuner",
@@ -93,7 +93,7 @@ def run(
     ),
 ) -> None:
     """Run (or resume) a sweep: launch the server per trial, benchmark, stop early on a plateau."""
-    from tuner.console import run_with_console
+    from tuner.views.console import run_with_console
 
     result = run_with_console(
         space,
@@ -119,7 +119,7 @@ def check(
     import json
 
     from tuner.check import check_space
-    from tuner.config import load_space
+    from tuner.space.spec import load_space
 
     report = check_space(load_space(space), storage=storage)
     if fmt == "json":
@@ -142,7 +142,7 @@ def best(
     ] = "table",
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline."""
-    from tuner import report
+    from tuner.views import report
 
     result = report.best_report(storage, report.resolve_study(storage, study, space))
     report.print_best(result, fmt, out)
@@ -156,7 +156,7 @@ def trials_cmd(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """One line per trial: number, status, changed params, objective, reason for failures."""
-    from tuner import report
+    from tuner.views import report
 
     report.print_trials(storage, report.resolve_study(storage, study, space), out)
 
@@ -170,7 +170,7 @@ def show(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Everything about one trial: settings, levels, telemetry, log tail; and the inventory."""
-    from tuner import report
+    from tuner.views import report
 
     report.print_trial(storage, report.resolve_study(storage, study, space), trial, out)
 
@@ -185,7 +185,7 @@ def compare(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Is trial A better than trial B? The difference with its interval, and the verdict."""
-    from tuner import report
+    from tuner.views import report
 
     report.print_compare(storage, report.resolve_study(storage, study, space), a, b, out)
 
@@ -197,8 +197,8 @@ def cleanup(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Stop servers left by a tuner that was killed, and mark their trials failed."""
-    from tuner.console import MessageObserver
-    from tuner.sweep import cleanup as run_cleanup
+    from tuner.views.console import MessageObserver
+    from tuner.study.sweep import cleanup as run_cleanup
 
     observer = MessageObserver(out)
     seen = run_cleanup(storage, study, observer)
@@ -214,7 +214,7 @@ def dashboard(
     port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,
 ) -> None:
     """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]')."""
-    from tuner import report
+    from tuner.views import report
 
     report.run_dashboard(storage, port)
 
@@ -253,11 +253,11 @@ def bench(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Benchmark an already running server with the sweep's engine: no restart."""
-    from tuner import standalone
-    from tuner.bench_view import levels_table, print_warnings
-    from tuner.metrics import levels_document
+    from tuner import bench_command
+    from tuner.views.bench import levels_table, print_warnings
+    from tuner.bench.summary import levels_document
 
-    options = standalone.BenchOptions(
+    options = bench_command.BenchOptions(
         url=url,
         model=model,
         api=api,
@@ -274,10 +274,10 @@ def bench(
         goodput=tuple(goodput or ()),
         max_error_rate=max_error_rate,
     )
-    used_model, runs = standalone.run_bench(options, console=err, show=fmt == "table")
+    used_model, runs = bench_command.run_bench(options, console=err, show=fmt == "table")
     summaries = [r.summary for r in runs]
     if record:
-        launch = standalone.record_bench(storage, study, url, used_model, runs)
+        launch = bench_command.record_bench(storage, study, url, used_model, runs)
         err.print(f"recorded as launch {launch} of study {study!r} in {storage}")
     if fmt == "json":
         out.print_json(json.dumps(levels_document(summaries, url=url, model=used_model)))

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tuner.gpu import GpuBackend, NvmlGpuBackend, open_gpu_backend
+from tuner.telemetry.gpu import GpuBackend, NvmlGpuBackend, open_gpu_backend
 from tuner.telemetry import GpuSampler, collect_inventory, summarize_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(60)]

@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LoadSpec, discover_model, measure_level
-from tuner.metrics import summarize
+from tuner.bench.summary import summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -17,7 +17,7 @@ import pytest
 
 from tests.integration.bench_servers import CAPACITY_SCRIPT, StreamingServer
 from tuner.bench import LoadSpec, measure_level
-from tuner.metrics import summarize
+from tuner.bench.summary import summarize
 
 pytestmark = [
     pytest.mark.integration,

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tuner.bench import LoadSpec, discover_model, measure_level
-from tuner.bench_view import run_levels
-from tuner.metrics import summarize
+from tuner.views.bench import run_levels
+from tuner.bench.summary import summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -9,7 +9,7 @@ import pytest
 from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LiveStats, LoadSpec, measure_level
 from tuner.errors import BenchmarkError
-from tuner.metrics import summarize
+from tuner.bench.summary import summarize
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

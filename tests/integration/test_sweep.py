@@ -15,12 +15,12 @@ import optuna
 import pytest
 
 from tests.integration.sweep_helpers import write_space
-from tuner.config import load_space
+from tuner.space.spec import load_space
 from tuner.launcher import ServerProcess, free_port
-from tuner.runner import launch_spec_for
-from tuner.space import settings_from_params
-from tuner.store import Store
-from tuner.sweep import run_sweep
+from tuner.trial.runner import launch_spec_for
+from tuner.space.settings import settings_from_params
+from tuner.storage.store import Store
+from tuner.study.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

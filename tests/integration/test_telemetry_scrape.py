@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from tests.fakes import FakeGpuBackend, vllm_metrics_text
-from tuner.gpu import NullGpuBackend
+from tuner.telemetry.gpu import NullGpuBackend
 from tuner.telemetry import (
     MetricsSampler,
     collect_inventory,

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from tuner.bench import LiveStats, LoadSpec, discover_model, measure_level, measure_level_async
 from tuner.errors import BenchmarkError
-from tuner.metrics import summarize
+from tuner.bench.summary import summarize
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

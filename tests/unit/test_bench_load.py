@@ -10,7 +10,7 @@ import pytest
 from tuner.bench import LoadSpec, load_from_benchmark_spec
 from tuner.bench.load import split
 from tuner.bench.prompts import BodyBuilder, load_prompts, synthetic_prompt
-from tuner.config import BenchmarkSpec
+from tuner.space.spec import BenchmarkSpec
 from tuner.errors import ConfigError
 
 

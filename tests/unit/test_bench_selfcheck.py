@@ -8,7 +8,7 @@ import pytest
 
 from tuner.bench import LoadSpec
 from tuner.bench.measure import BUSY_LIMIT, LAG_LIMIT_S, assemble, pinned
-from tuner.bench.runner import LiveStats, Window, summarize_lag
+from tuner.bench.level import LiveStats, Window, summarize_lag
 
 
 def window(lag_s: float, busy: float, preempted: int = 0, t0: float = 100.0) -> Window:

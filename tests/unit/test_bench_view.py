@@ -7,10 +7,10 @@ import io
 import pytest
 from rich.console import Console
 
-from tuner import bench_view
+from tuner.views import bench as bench_view
 from tuner.bench import LevelResult, LiveStats, LoadSpec, RequestRecord
-from tuner.bench_view import levels_table, print_warnings, progress_line, run_levels
-from tuner.metrics import summarize
+from tuner.views.bench import levels_table, print_warnings, progress_line, run_levels
+from tuner.bench.summary import summarize
 
 
 def record(index: int, error: str | None = None, estimated: bool = False) -> RequestRecord:

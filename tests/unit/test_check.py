@@ -20,7 +20,7 @@ from tuner.check import (
     command_prefix,
     server_help,
 )
-from tuner.config import load_space
+from tuner.space.spec import load_space
 
 VLLM_HELP = """usage: api_server.py [-h] [--model MODEL] [--host HOST] [--port PORT]
                      [--dtype {auto,bfloat16,float,float16,float32,half}]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.config import ConfigError, load_space, parse_space, resolve_space_path
+from tuner.space.spec import ConfigError, load_space, parse_space, resolve_space_path
 
 GOOD = {
     "server": {"command": ["vllm", "serve", "m", "--port", "{port}"], "env": {"A": 1}},

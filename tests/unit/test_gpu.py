@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.fakes import FakeGpuBackend
-from tuner.gpu import (
+from tuner.telemetry.gpu import (
     GpuBackend,
     NullGpuBackend,
     decode_throttle_reasons,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tuner.gpu import GpuQueryError, NvmlGpuBackend, open_gpu_backend
+from tuner.telemetry.gpu import GpuQueryError, NvmlGpuBackend, open_gpu_backend
 
 MIB = 1024 * 1024
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
 from tuner.errors import LaunchError
-from tuner.gpu import GpuProcess
-from tuner.launcher.gpus import check_gpu_memory_back, ensure_gpus_idle, memory_snapshot
+from tuner.telemetry.gpu import GpuProcess
+from tuner.launcher.gpu_hygiene import check_gpu_memory_back, ensure_gpus_idle, memory_snapshot
 
 NOT_VISIBLE = 2**31 - 3  # no such pid in our namespace
 

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from tuner.bench import ClientLag, LevelResult, RequestRecord
-from tuner.config import OBJECTIVE_METRICS
+from tuner.space.spec import OBJECTIVE_METRICS
 from tuner.errors import ConfigError
-from tuner.metrics import (
+from tuner.bench.summary import (
     Distribution,
     levels_document,
     parse_goodput,

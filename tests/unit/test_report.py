@@ -10,10 +10,10 @@ import pytest
 import yaml
 from rich.console import Console
 
-from tuner import report
-from tuner.config import load_space
-from tuner.space import PARAMS_ATTR, ROLE_ATTR, settings_from_params
-from tuner.store import Store
+from tuner.views import report
+from tuner.space.spec import load_space
+from tuner.space.settings import PARAMS_ATTR, ROLE_ATTR, settings_from_params
+from tuner.storage.store import Store
 
 SPACE = {
     "study": "hand",

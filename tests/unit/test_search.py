@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.config import DEFAULT, parse_space
-from tuner.search import (
+from tuner.space.spec import DEFAULT, parse_space
+from tuner.study.search import (
     EffectModel,
     Observation,
     group_size,
@@ -23,7 +23,7 @@ from tuner.search import (
     setting_worth,
     simplify,
 )
-from tuner.space import settings_from_params
+from tuner.space.settings import settings_from_params
 
 
 def _spec(metric: str = "output_throughput", constraints: list[str] | None = None):  # type: ignore[no-untyped-def]

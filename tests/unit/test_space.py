@@ -7,8 +7,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.config import parse_space
-from tuner.space import (
+from tuner.space.spec import parse_space
+from tuner.space.settings import (
     PARAMS_ATTR,
     baseline_params,
     optuna_params,

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from tests.fakes import FakeRunner
-from tuner import report
-from tuner.config import load_space
-from tuner.store import Store
-from tuner.sweep import run_sweep
+from tuner.views import report
+from tuner.space.spec import load_space
+from tuner.storage.store import Store
+from tuner.study.sweep import run_sweep
 
 SPACE = {
     "study": "d",

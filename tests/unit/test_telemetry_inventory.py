@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.gpu import GpuInfo, NullGpuBackend
+from tuner.telemetry.gpu import GpuInfo, NullGpuBackend
 from tuner.telemetry import (
     Inventory,
     collect_inventory,

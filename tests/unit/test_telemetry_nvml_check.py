@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-import tuner.gpu as gpu_module
+import tuner.telemetry.gpu as gpu_module
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.gpu import GpuProcess, NullGpuBackend
-from tuner.telemetry import gpu_sampler, summary
+from tuner.telemetry.gpu import GpuProcess, NullGpuBackend
+from tuner.telemetry import gpu_sampler
+from tuner.telemetry import gpu_summary as summary
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "nvml_check.py"
 MIB = 1024 * 1024

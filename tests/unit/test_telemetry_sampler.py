@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.gpu import GpuSample, NullGpuBackend
+from tuner.telemetry.gpu import GpuSample, NullGpuBackend
 from tuner.telemetry import GpuSampler
 from tuner.telemetry.sampler import PeriodicSampler
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.gpu import GpuSample
+from tuner.telemetry.gpu import GpuSample
 from tuner.telemetry import GpuSummary, summarize_gpu
-from tuner.telemetry.summary import average_power_w
+from tuner.telemetry.gpu_summary import average_power_w
 
 
 def series(

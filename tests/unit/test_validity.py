@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tuner.config import load_space
-from tuner.validity import (
+from tuner.space.spec import load_space
+from tuner.space.model_limits import (
     expert_parallel,
     find_config_json,
     hub_cache_dirs,
@@ -263,7 +263,7 @@ def test_a_broken_config_json_gives_none(tmp_path: Path) -> None:
 
 
 def test_settings_refusal_appends_the_trials_args_to_the_command(tmp_path: Path) -> None:
-    from tuner.space import settings_from_params
+    from tuner.space.settings import settings_from_params
 
     model = write_model(tmp_path / "m", LLAMA)
     path = tmp_path / "space.yaml"

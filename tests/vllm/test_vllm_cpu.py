@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from tuner.check import check_space
-from tuner.config import SHIPPED_SPACES, load_space
-from tuner.store import LaunchStatus, Store
-from tuner.sweep import run_sweep
+from tuner.space.spec import SHIPPED_SPACES, load_space
+from tuner.storage.store import LaunchStatus, Store
+from tuner.study.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / ".cache" / "tiny-llama"

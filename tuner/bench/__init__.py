@@ -2,7 +2,7 @@
 
 ``measure_level(base_url, load)`` runs one level (warmup, warm connections, then a
 concurrency or a Poisson rate, for a count or a duration) and returns a ``LevelResult``
-of ``RequestRecord``s; tuner/metrics.py summarises them as ``vllm bench serve`` does.
+of ``RequestRecord``s; tuner/bench/summary.py summarises them as ``vllm bench serve`` does.
 The modules, one job each: ``sse`` (event framing and classification), ``http`` (the
 streaming transport), ``prompts``, ``load`` (what to send), ``runner`` (one process),
 ``workers`` (several), ``measure`` (the entry points and the client's self-check).
@@ -11,7 +11,7 @@ streaming transport), ``prompts``, ``load`` (what to send), ``runner`` (one proc
 from tuner.bench.load import LoadSpec, load_from_benchmark_spec
 from tuner.bench.measure import discover_model, measure_level, measure_level_async
 from tuner.bench.records import ClientLag, LevelResult, RequestRecord
-from tuner.bench.runner import LiveStats
+from tuner.bench.level import LiveStats
 
 __all__ = [
     "ClientLag",

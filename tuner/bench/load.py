@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tuner.config import BenchmarkSpec
+from tuner.space.spec import BenchmarkSpec
 from tuner.errors import ConfigError
 
 

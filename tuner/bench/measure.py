@@ -20,7 +20,7 @@ from tuner.bench import clock
 from tuner.bench.http import Target
 from tuner.bench.load import LoadSpec, split
 from tuner.bench.records import ClientLag, LevelResult
-from tuner.bench.runner import LiveStats, Window, measure_in_process, summarize_lag
+from tuner.bench.level import LiveStats, Window, measure_in_process, summarize_lag
 from tuner.errors import BenchmarkError
 
 LAG_LIMIT_S = 0.010

@@ -1,7 +1,7 @@
 """What a benchmark level produces: one immutable record per request, and the level around them.
 
 Records keep the raw timings (seconds) so that every summary can be recomputed later;
-tuner/metrics.py turns them into the figures ``vllm bench serve`` reports.
+tuner/bench/summary.py turns them into the figures ``vllm bench serve`` reports.
 """
 
 from __future__ import annotations

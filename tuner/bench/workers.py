@@ -27,7 +27,7 @@ from typing import Any
 from tuner.bench import clock
 from tuner.bench.http import Pool, Target
 from tuner.bench.load import LoadSpec, Share, split
-from tuner.bench.runner import LiveStats, Window, make_builder, prepare, run_window, warm_up
+from tuner.bench.level import LiveStats, Window, make_builder, prepare, run_window, warm_up
 from tuner.errors import BenchmarkError
 
 _READY_TIMEOUT_S = 120.0

@@ -9,7 +9,7 @@ the process tree), ``logfile``/``progress`` (following the log), ``shm``
 ``server`` and ``reap``. See docs/launcher.md.
 """
 
-from tuner.launcher.gpus import check_gpu_memory_back, ensure_gpus_idle
+from tuner.launcher.gpu_hygiene import check_gpu_memory_back, ensure_gpus_idle
 from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
 from tuner.launcher.progress import LoadProgress, error_line, parse_progress
 from tuner.launcher.reap import reap_leftover

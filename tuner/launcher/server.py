@@ -32,9 +32,9 @@ import httpx
 import psutil
 
 from tuner.errors import LaunchError
-from tuner.gpu import GpuBackend
+from tuner.telemetry.gpu import GpuBackend
 from tuner.launcher import registry
-from tuner.launcher.gpus import check_gpu_memory_back, device_file_holders, memory_snapshot
+from tuner.launcher.gpu_hygiene import check_gpu_memory_back, device_file_holders, memory_snapshot
 from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
 from tuner.launcher.logfile import LogFollower, read_tail
 from tuner.launcher.procfs import describe, environ_has, is_alive, read_stat, send_signal

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from tuner.gpu import GpuBackend
+from tuner.telemetry.gpu import GpuBackend
 
 
 @dataclass(frozen=True, kw_only=True)

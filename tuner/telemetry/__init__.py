@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         scrape_metrics_async,
     )
     from tuner.telemetry.sampler import PeriodicSampler
-    from tuner.telemetry.summary import GpuStats, GpuSummary, summarize_gpu
+    from tuner.telemetry.gpu_summary import GpuStats, GpuSummary, summarize_gpu
 
 _EXPORTS = {
     "GpuSampler": "gpu_sampler",
@@ -54,9 +54,9 @@ _EXPORTS = {
     "scrape_metrics": "prom",
     "scrape_metrics_async": "prom",
     "PeriodicSampler": "sampler",
-    "GpuStats": "summary",
-    "GpuSummary": "summary",
-    "summarize_gpu": "summary",
+    "GpuStats": "gpu_summary",
+    "GpuSummary": "gpu_summary",
+    "summarize_gpu": "gpu_summary",
 }
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from tuner.gpu import GpuBackend, GpuSample
+from tuner.telemetry.gpu import GpuBackend, GpuSample
 from tuner.telemetry.sampler import PeriodicSampler
 
 log = logging.getLogger(__name__)

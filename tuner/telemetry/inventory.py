@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from tuner.gpu import GpuBackend, GpuInfo
+from tuner.telemetry.gpu import GpuBackend, GpuInfo
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
     **{f"{fam}_{stat}": "minimize" for fam in LATENCY_FAMILIES for stat in LATENCY_STATS},
 }
 
-SHIPPED_SPACES = Path(__file__).resolve().parent.parent / "search_spaces"
+SHIPPED_SPACES = Path(__file__).resolve().parents[2] / "search_spaces"
 """Where `--space nccl.yaml` is looked up when no such file is in the working directory."""
 
 Scalar = bool | int | float | str
@@ -213,7 +213,7 @@ class StopSpec(_Strict):
 
 
 class SearchSpec(_Strict):
-    """How proposals are made (see tuner/search.py)."""
+    """How proposals are made (see tuner/study/search.py)."""
 
     method: Literal["local", "tpe"] = "local"
     # local: change at most max_changes settings of the incumbent at a time, picked by a

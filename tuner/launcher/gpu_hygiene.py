@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from tuner.errors import LaunchError
-from tuner.gpu import GpuBackend, GpuProcess
+from tuner.telemetry.gpu import GpuBackend, GpuProcess
 from tuner.launcher.procfs import describe, paths_in_use, proc_table
 
 logger = logging.getLogger("tuner.launcher")

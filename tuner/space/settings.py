@@ -18,7 +18,7 @@ from typing import Any
 
 import optuna
 
-from tuner.config import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
+from tuner.space.spec import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
 
 ROLE_ATTR = "tuner_role"
 """User attr on an optuna trial: baseline, search, confirm or simplify."""

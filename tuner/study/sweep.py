@@ -25,14 +25,16 @@ import psutil
 import sqlalchemy.exc
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner import analysis, launcher, search, stats, validity
+from tuner import launcher, stats
+from tuner.space import model_limits as validity
+from tuner.study import analysis, search
 from tuner.check import check_space
-from tuner.config import Scalar, Space, SpaceSpec
+from tuner.space.spec import Scalar, Space, SpaceSpec
 from tuner.errors import BenchmarkError, ConfigError, LaunchError
 from tuner.events import SweepObserver
-from tuner.gpu import GpuBackend, NullGpuBackend
-from tuner.runner import Runner, RunnerOptions, TrialRunner
-from tuner.space import (
+from tuner.telemetry.gpu import GpuBackend, NullGpuBackend
+from tuner.trial.runner import Runner, RunnerOptions, TrialRunner
+from tuner.space.settings import (
     PARAMS_ATTR,
     ROLE_ATTR,
     baseline_params,
@@ -41,7 +43,7 @@ from tuner.space import (
     suggest,
     violated_constraints,
 )
-from tuner.store import LaunchStatus, Store
+from tuner.storage.store import LaunchStatus, Store
 
 HASH_ATTR = "tuner_config"
 LAUNCHED_ATTR = "tuner_launched"
@@ -53,7 +55,7 @@ LAST_GAIN_ATTR = "tuner_last_gain_trial"
 SIMPLIFIED_ATTR = "tuner_simplified"
 """Study attr: the best configurations a simpler form was already launched for."""
 PROPOSER_ATTR = "tuner_proposer"
-"""Trial attr of a search trial: ``local`` (tuner/search.py) or ``tpe`` (optuna's sampler)."""
+"""Trial attr of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
 MAX_IDLE_PROPOSALS = 50
 """Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 

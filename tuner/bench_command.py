@@ -15,10 +15,10 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.bench import LoadSpec, discover_model
-from tuner.bench_view import LevelRun, run_levels
-from tuner.metrics import parse_goodput
-from tuner.runner import request_row
-from tuner.store import LaunchStatus, Store
+from tuner.views.bench import LevelRun, run_levels
+from tuner.bench.summary import parse_goodput
+from tuner.trial.runner import request_row
+from tuner.storage.store import LaunchStatus, Store
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
   silently, so a typo is a knob that does nothing) and valued as NCCL accepts them;
 - a fixed port is free, pinned CPUs exist, and the database is writable;
 - with the model's config.json at hand, the baseline is not ruled out by its shape
-  (see ``tuner.validity``).
+  (see ``tuner.space.model_limits``).
 
 The sweep runs it before its first launch; ``tuner check --space FILE`` runs it alone.
 """
@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from tuner import validity
-from tuner.config import DEFAULT, ParamSpec, Scalar, Space
+from tuner.space import model_limits as validity
+from tuner.space.spec import DEFAULT, ParamSpec, Scalar, Space
 from tuner.errors import StoreError
 from tuner.launcher import port_in_use
 from tuner.sim.nccl import ALGORITHMS, PROTOCOLS, NcclEnvError, parse_selection
-from tuner.space import settings_from_params
+from tuner.space.settings import settings_from_params
 
 Level = Literal["ok", "warning", "error"]
 HELP_TIMEOUT_S = 180.0
@@ -721,7 +721,7 @@ def _check_cpus(space: Space, found: _Findings) -> None:
 
 
 def _check_storage(storage: str, found: _Findings) -> None:
-    from tuner.store import Store  # SQLAlchemy's import is not free; only when checking
+    from tuner.storage.store import Store  # SQLAlchemy's import is not free; only when checking
 
     try:
         Store(storage).check_writable()

@@ -20,11 +20,11 @@ from optuna.trial import TrialState
 from rich.console import Console
 from rich.table import Table
 
-from tuner import analysis
-from tuner.config import Space, load_space, parse_space
+from tuner.study import analysis
+from tuner.space.spec import Space, load_space, parse_space
 from tuner.errors import ConfigError, StoreError
-from tuner.space import settings_from_params
-from tuner.store import Store
+from tuner.space.settings import settings_from_params
+from tuner.storage.store import Store
 
 FORMATS = ("table", "json", "env", "systemd", "args")
 
@@ -214,8 +214,8 @@ def deployment_text(entry: dict[str, Any], fmt: str) -> str:
 
 def trials_rows(storage: str, study: str) -> list[dict[str, Any]]:
     """One dict per optuna trial with its launch facts."""
-    from tuner.space import PARAMS_ATTR, ROLE_ATTR
-    from tuner.sweep import REASON_ATTR
+    from tuner.space.settings import PARAMS_ATTR, ROLE_ATTR
+    from tuner.study.sweep import REASON_ATTR
 
     store, space, optuna_study = _open(storage, study)
     launches = {r.trial_number: r for r in store.launches(study)}

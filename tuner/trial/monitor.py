@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import telemetry
-from tuner.gpu import GpuBackend
+from tuner.telemetry.gpu import GpuBackend
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.bench import LevelResult, LiveStats, LoadSpec, measure_level
-from tuner.metrics import LevelSummary, summarize
+from tuner.bench.summary import LevelSummary, summarize
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tuner.config import Space
-from tuner.space import (
+from tuner.space.spec import Space
+from tuner.space.settings import (
     Settings,
     baseline_params,
     server_argv,

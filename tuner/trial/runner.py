@@ -17,15 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tuner import bench, metrics, stats, telemetry
-from tuner.config import Space
+from tuner import bench, stats, telemetry
+from tuner.bench import summary as metrics
+from tuner.space.spec import Space
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
-from tuner.gpu import GpuBackend
+from tuner.telemetry.gpu import GpuBackend
 from tuner.launcher import LaunchSpec, ServerProcess, StopReport, ensure_gpus_idle, free_port
-from tuner.monitor import LaunchMonitor, plain_dict
-from tuner.space import Settings, server_argv, server_env
-from tuner.store import LaunchStatus, Store, utcnow
+from tuner.trial.monitor import LaunchMonitor, plain_dict
+from tuner.space.settings import Settings, server_argv, server_env
+from tuner.storage.store import LaunchStatus, Store, utcnow
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
 """Given the objective of each round so far, a reason to stop benchmarking, or None."""

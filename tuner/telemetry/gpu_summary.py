@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tuner.gpu import GpuSample
+from tuner.telemetry.gpu import GpuSample
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner import search, stats
-from tuner.config import Space
-from tuner.space import is_default
-from tuner.store import LaunchRow, LaunchStatus, Store
+from tuner import stats
+from tuner.study import search
+from tuner.space.spec import Space
+from tuner.space.settings import is_default
+from tuner.storage.store import LaunchRow, LaunchStatus, Store
 
 SCREEN_CONFIDENCE = 0.8
 """Confidence of the screening test that earns a configuration a confirmation launch."""

@@ -1,0 +1,1 @@
+from tuner.stats.core import *  # noqa: F401,F403
