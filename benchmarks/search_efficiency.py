@@ -211,7 +211,8 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         from tuner.views.report import best_report
         from tuner.trial.runner import RunnerOptions
         from tuner.storage.store import LaunchStatus, Store
-        from tuner.study.sweep import LAUNCHED_ATTR, run_sweep
+        from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
+        from tuner.study.sweep import run_sweep
 
         path = root / "space.yaml"
         path.write_text(yaml.safe_dump(space_dict(case, seed, opts), sort_keys=False))

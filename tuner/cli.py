@@ -198,7 +198,7 @@ def cleanup(
 ) -> None:
     """Stop servers left by a tuner that was killed, and mark their trials failed."""
     from tuner.views.console import MessageObserver
-    from tuner.study.sweep import cleanup as run_cleanup
+    from tuner.study.recovery import cleanup as run_cleanup
 
     observer = MessageObserver(out)
     seen = run_cleanup(storage, study, observer)

@@ -12,7 +12,9 @@ from rich.console import Console
 
 from tuner.views import report
 from tuner.space.spec import load_space
-from tuner.space.settings import PARAMS_ATTR, ROLE_ATTR, settings_from_params
+from tuner.space.settings import settings_from_params
+from tuner.study.attrs import PARAMS as PARAMS_ATTR
+from tuner.study.attrs import ROLE as ROLE_ATTR
 from tuner.storage.store import Store
 
 SPACE = {

@@ -1,4 +1,4 @@
-"""suggest() and Settings: params become env and argv, 'default' means unset, constraints hold."""
+"""suggest() (tuner/study/suggest.py) and Settings (tuner/space/settings.py): params become env and argv, 'default' means unset, constraints hold."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tuner.space.spec import parse_space
 from tuner.space.settings import (
-    PARAMS_ATTR,
     baseline_params,
-    optuna_params,
+    changed_from_defaults,
     server_argv,
     server_env,
     settings_from_params,
-    suggest,
     violated_constraints,
 )
+from tuner.space.spec import parse_space
+from tuner.study.attrs import PARAMS as PARAMS_ATTR
+from tuner.study.suggest import optuna_params, suggest
 
 SPACE = parse_space(
     {
@@ -68,6 +68,13 @@ def test_default_everywhere_sets_nothing_and_unsets_every_env_param() -> None:
     assert s.env == {} and s.args == ()
     assert s.unset == {"NCCL_ALGO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"}
     assert s.changed == {}
+
+
+def test_changed_from_defaults_keeps_order_and_drops_only_the_word_default() -> None:
+    params = {"b": "default", "a": 0, "c": False, "d": "Default", "e": "x"}
+    assert list(changed_from_defaults(params).items()) == [
+        ("a", 0), ("c", False), ("d", "Default"), ("e", "x")
+    ]
 
 
 def test_enqueued_baseline_keeps_range_params_at_default() -> None:

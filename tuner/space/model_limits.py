@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tuner.space.spec import Space
 from tuner.space.settings import (
     Settings,
     baseline_params,
@@ -31,6 +30,7 @@ from tuner.space.settings import (
     server_env,
     settings_from_params,
 )
+from tuner.space.spec import Space
 
 INSPECT_PORT = 8000
 """Stands in for ``{port}`` when a command is read rather than run."""

@@ -1,9 +1,10 @@
-"""The search space as a pure function: ``suggest(trial, spec) -> Settings``.
+"""A configuration's settings: ``settings_from_params(spec, params) -> Settings``.
 
 ``Settings`` is the only place where parameter values become environment
 variables and command-line arguments. ``default`` means: leave the variable
 unset (and remove it from the inherited environment) or leave the argument out.
-Tested with ``optuna.trial.FixedTrial``; no I/O here.
+Constraints between params and the command's placeholders live here too. Pure: no
+I/O and no optuna (the optuna side, ``suggest``, is tuner/study/suggest.py).
 """
 
 from __future__ import annotations
@@ -16,14 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import optuna
-
 from tuner.space.spec import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
-
-ROLE_ATTR = "tuner_role"
-"""User attr on an optuna trial: baseline, search, confirm or simplify."""
-PARAMS_ATTR = "tuner_params"
-"""User attr holding every param's value, ``default`` included (optuna omits range defaults)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +32,7 @@ class Settings:
     @property
     def changed(self) -> dict[str, Scalar]:
         """The params not at ``default``: what a user would have to change."""
-        return {k: v for k, v in self.params.items() if not is_default(v)}
+        return changed_from_defaults(self.params)
 
     @property
     def config_hash(self) -> str:
@@ -50,57 +44,26 @@ class Settings:
 
 
 def is_default(value: Any) -> bool:
+    """Whether a param's value is the word ``default`` (unset / left out)."""
     return isinstance(value, str) and value == DEFAULT
 
 
-def suggest(trial: optuna.trial.BaseTrial, spec: SpaceSpec) -> Settings:
-    """Ask optuna for one value per param and turn them into Settings.
+def changed_from_defaults(params: Mapping[str, Scalar]) -> dict[str, Scalar]:
+    """The params not at ``default``, in their order: what a user would have to change."""
+    return {k: v for k, v in params.items() if not is_default(v)}
 
-    A trial enqueued with ``tuner_params`` (the baseline, a confirmation) keeps range
-    params at ``default`` where it says so: optuna itself cannot represent "unset"
-    for an int or float range.
+
+def offers_default(param: ParamSpec) -> bool:
+    """Whether optuna's distribution of this param holds the word ``default``.
+
+    Only a choices list can; a range param at ``default`` is not an optuna value.
     """
-    fixed: Mapping[str, Any] = trial.user_attrs.get(PARAMS_ATTR) or {}
-    params: dict[str, Scalar] = {}
-    for name, param in spec.params.items():
-        if name in fixed and is_default(fixed[name]) and not _offers_default(param):
-            params[name] = DEFAULT
-        else:
-            params[name] = _suggest_one(trial, name, param)
-    return settings_from_params(spec, params)
-
-
-def _suggest_one(trial: optuna.trial.BaseTrial, name: str, param: ParamSpec) -> Scalar:
-    if param.choices is not None:
-        return trial.suggest_categorical(name, param.choices)  # type: ignore[arg-type]
-    if param.int_range is not None:
-        low, high = param.int_range
-        step = int(param.step) if param.step and not param.log else 1
-        return trial.suggest_int(name, low, high, step=step, log=param.log)
-    assert param.float_range is not None
-    low_f, high_f = param.float_range
-    return trial.suggest_float(
-        name, low_f, high_f, step=None if param.log else param.step, log=param.log
-    )
-
-
-def _offers_default(param: ParamSpec) -> bool:
-    """Whether optuna's distribution of this param holds the word ``default``."""
     return param.choices is not None and DEFAULT in param.choices
 
 
 def baseline_params(spec: SpaceSpec) -> dict[str, Scalar]:
     """Every param at ``default``: the configuration the baseline launches."""
     return {name: DEFAULT for name in spec.params}
-
-
-def optuna_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> dict[str, Scalar]:
-    """The subset optuna can enqueue: ``default`` only where the distribution offers it."""
-    return {
-        name: value
-        for name, value in params.items()
-        if name in spec.params and (not is_default(value) or _offers_default(spec.params[name]))
-    }
 
 
 def settings_from_params(spec: SpaceSpec, params: Mapping[str, Scalar]) -> Settings:

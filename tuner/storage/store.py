@@ -195,6 +195,7 @@ class ServerIdentityRecord:
 
     launch_id: int
     trial_id: int | None
+    trial_number: int | None
     pid: int | None
     pgid: int | None
     create_time: float | None
@@ -319,6 +320,7 @@ class Store:
                 ServerIdentityRecord(
                     launch_id=r.id,
                     trial_id=r.trial_id,
+                    trial_number=r.trial_number,
                     pid=r.pid,
                     pgid=r.pgid,
                     create_time=r.create_time,

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner import stats
-from tuner.study import search
-from tuner.space.spec import Space
 from tuner.space.settings import is_default
+from tuner.space.spec import Space
 from tuner.storage.store import LaunchRow, LaunchStatus, Store
+from tuner.study import search
 
 SCREEN_CONFIDENCE = 0.8
 """Confidence of the screening test that earns a configuration a confirmation launch."""

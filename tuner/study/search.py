@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.space.spec import DEFAULT, ParamSpec, Scalar, SpaceSpec
 from tuner.space.settings import canonical_value, settings_from_params, violated_constraints
+from tuner.space.spec import DEFAULT, ParamSpec, Scalar, SpaceSpec
 
 PRIOR_INCLUSION = 0.2
 """Prior probability that a setting has any effect at all: most knobs do nothing."""

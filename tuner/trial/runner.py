@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 from tuner import bench, stats, telemetry
 from tuner.bench import summary as metrics
-from tuner.space.spec import Space
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
-from tuner.telemetry.gpu import GpuBackend
 from tuner.launcher import LaunchSpec, ServerProcess, StopReport, ensure_gpus_idle, free_port
-from tuner.trial.monitor import LaunchMonitor, plain_dict
 from tuner.space.settings import Settings, server_argv, server_env
+from tuner.space.spec import Space
 from tuner.storage.store import LaunchStatus, Store, utcnow
+from tuner.telemetry.gpu import GpuBackend
+from tuner.trial.monitor import LaunchMonitor, plain_dict
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
 """Given the objective of each round so far, a reason to stop benchmarking, or None."""

@@ -214,8 +214,9 @@ def deployment_text(entry: dict[str, Any], fmt: str) -> str:
 
 def trials_rows(storage: str, study: str) -> list[dict[str, Any]]:
     """One dict per optuna trial with its launch facts."""
-    from tuner.space.settings import PARAMS_ATTR, ROLE_ATTR
-    from tuner.study.sweep import REASON_ATTR
+    from tuner.study.attrs import PARAMS as PARAMS_ATTR
+    from tuner.study.attrs import REASON as REASON_ATTR
+    from tuner.study.attrs import ROLE as ROLE_ATTR
 
     store, space, optuna_study = _open(storage, study)
     launches = {r.trial_number: r for r in store.launches(study)}

@@ -1,0 +1,54 @@
+"""Every optuna user attr tuner writes, and the roles a trial can have.
+
+optuna-dashboard, ``tuner trials`` and a resumed or second worker read these names from
+the storage, so they are part of the stored format: renaming one orphans old studies.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+# --- trial attrs ------------------------------------------------------------------------
+ROLE: Final = "tuner_role"
+"""Why the trial was launched: one of ``Role``."""
+PARAMS: Final = "tuner_params"
+"""Every param's value, ``default`` included (optuna omits range defaults)."""
+CONFIG: Final = "tuner_config"
+"""The configuration's hash (``Settings.config_hash``)."""
+LAUNCHED: Final = "tuner_launched"
+"""True once a server was started for the trial; False when refused before a launch."""
+REASON: Final = "tuner_reason"
+"""Why the trial failed, was pruned or was not launched."""
+WORKER: Final = "tuner_worker"
+"""The tuner process that ran it, ``host:pid:start`` (see ``recovery.worker_id``)."""
+PROPOSER: Final = "tuner_proposer"
+"""Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
+SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
+HEADLINE_METRICS: Final = (
+    "output_throughput",
+    "ttft_ms_p50",
+    "tpot_ms_p50",
+    "itl_ms_p99",
+    "e2el_ms_p99",
+)
+"""Metrics of the objective's level copied onto the trial, for optuna-dashboard."""
+
+# --- study attrs ------------------------------------------------------------------------
+INCUMBENT: Final = "tuner_incumbent"
+"""The configuration whose significant gains reset the patience."""
+LAST_GAIN_TRIAL: Final = "tuner_last_gain_trial"
+"""The trial number at which the incumbent last improved beyond the noise."""
+SIMPLIFIED: Final = "tuner_simplified"
+"""The best configurations a simpler form was already launched for."""
+STOP_REASON: Final = "stop_reason"
+STOP_DETAIL: Final = "stop_detail"
+NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
+
+# --- roles ------------------------------------------------------------------------------
+Role = Literal["baseline", "search", "confirm", "simplify", "bench"]
+BASELINE: Final = "baseline"
+SEARCH: Final = "search"
+CONFIRM: Final = "confirm"
+SIMPLIFY: Final = "simplify"
+BENCH: Final = "bench"
+"""A launch recorded by ``tuner bench --record``: no optuna trial behind it."""

@@ -1,0 +1,347 @@
+"""The sweep's controller: after every trial, what to launch next and whether to stop.
+
+``SweepController`` is the optuna callback of ``study.optimize``. After every trial it
+re-reads the study's launches (tuner/study/analysis.py), tracks the incumbent (the best
+configuration whose gains were significant), queues confirmation launches of
+configurations that look better than it, queues the local search's next proposal
+(tuner/study/search.py), and stops the study on the budget, a plateau (``stop.patience``
+search trials without a significant gain, after the final checks: the best without its
+idle settings, and a close call settled), total failure, or an exhausted space. It also
+hands the objective a pruning check for the rounds of a running trial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner import stats
+from tuner.events import SweepObserver
+from tuner.space.settings import changed_from_defaults, settings_from_params
+from tuner.space.spec import Space
+from tuner.storage.store import Store
+from tuner.study import analysis, attrs, queue, search
+from tuner.trial.runner import PruneCheck
+
+MAX_IDLE_PROPOSALS = 50
+"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
+
+
+class SweepController:
+    """The optuna callback that decides what comes next and when to stop."""
+
+    def __init__(
+        self,
+        space: Space,
+        store: Store,
+        *,
+        n_trials: int,
+        observer: SweepObserver,
+        seed: int | None = None,
+    ) -> None:
+        self.space = space
+        self.seed = seed
+        self.spec = space.spec
+        self.store = store
+        self.n_trials = n_trials
+        self.observer = observer
+        self._idle_proposals = 0
+
+    # --- queries used by the objective ---------------------------------------------------
+
+    def launched(self, study: optuna.Study) -> int:
+        return sum(
+            1
+            for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get(attrs.LAUNCHED) and t.state != TrialState.RUNNING
+        )
+
+    def previous_trial_of(self, study: optuna.Study, config_hash: str, number: int) -> int | None:
+        for t in study.get_trials(deepcopy=False):
+            if (
+                t.number != number
+                and t.user_attrs.get(attrs.CONFIG) == config_hash
+                and t.user_attrs.get(attrs.LAUNCHED)
+            ):
+                return t.number
+        return None
+
+    def prune_check(self, study: optuna.Study) -> PruneCheck | None:
+        """A function of the rounds so far: a reason to stop this trial early, or None."""
+        result = analysis.analyze(self.store, self.space)
+        best = result.best
+        if best is None:
+            return None
+
+        def check(rounds: Sequence[float]) -> str | None:
+            if stats.should_prune(
+                rounds,
+                best.estimate,
+                direction=self.spec.direction,
+                confidence=self.spec.stop.confidence,
+                noise=result.noise,
+            ):
+                return (
+                    f"pruned after {len(rounds)} round{'s' if len(rounds) != 1 else ''}: "
+                    "cannot reach the best "
+                    f"(trial {best.trials[0]}) at {self.spec.stop.confidence:.0%} confidence"
+                )
+            return None
+
+        return check
+
+    # --- the callback ----------------------------------------------------------------------
+
+    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
+        self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)
+        self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
+        result = analysis.analyze(self.store, self.space)
+        self._save_noise(study, result)
+        self._track_gain(study, result, trial)  # first: confirmations screen against it
+        self.queue_confirmations(study, result)
+
+        verdict = self._stop_verdict(study, result)
+        if verdict is not None:
+            self.finish(study, *verdict)
+            study.stop()  # optuna's own way out of optimize(), after this callback
+            return
+        left = self.n_trials - self.launched(study)
+        if left == 1 + self.spec.stop.confirmations and not self._confirmation_pending(study):
+            # The budget's last launches go to the checks before the answer, if any.
+            self._queue_final_checks(study, result)
+        self.queue_proposal(study, result)  # only when nothing else waits
+
+    def _stop_verdict(
+        self, study: optuna.Study, result: analysis.StudyAnalysis
+    ) -> tuple[str, str] | None:
+        """(reason, sentence) when the sweep should stop now, else None."""
+        if self.launched(study) >= self.n_trials:
+            return "budget", f"used the budget of {self.n_trials} launches"
+        if result.all_failed(min_launches=self.spec.stop.baseline_launches):
+            return "all_failed", "every launch failed; see `tuner trials` for the reasons"
+        if self._plateau(study) and not self._confirmation_pending(study):
+            # A confirmation queued by this very trial may still reset the patience, and
+            # the checks before the answer are worth their launches.
+            if self._queue_final_checks(study, result):
+                return None
+            return "plateau", self._plateau_sentence(study, result)
+        if self._idle_proposals >= MAX_IDLE_PROPOSALS:
+            return "exhausted", (
+                f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
+                "constraints: the space looks exhausted"
+            )
+        return None
+
+    def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
+        self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
+        study.set_user_attr(attrs.STOP_REASON, reason)
+        study.set_user_attr(attrs.STOP_DETAIL, detail)
+
+    def queue_confirmations(
+        self, study: optuna.Study, result: analysis.StudyAnalysis | None = None
+    ) -> None:
+        """Launch again any configuration that looks better than the best but is unconfirmed."""
+        result = result or analysis.analyze(self.store, self.space)
+        waiting = {
+            t.user_attrs.get(attrs.CONFIG)
+            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        }
+        incumbent = study.user_attrs.get(attrs.INCUMBENT)
+        for config in result.needs_confirmation(against=incumbent):
+            if config.config_hash in waiting:
+                continue
+            queue.enqueue_launch(
+                study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
+            )
+            self.observer.message(
+                f"trial {config.trials[-1]} looks better than the best; "
+                "launching it again to confirm"
+            )
+
+    def queue_proposal(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        """Queue the local search's next launch near the incumbent, unless a trial waits.
+
+        Nothing is queued with ``search.method: tpe``, before the baseline is measured, or
+        when every neighbour of the incumbent has been tried: optuna's TPE then proposes.
+        """
+        baseline = result.baseline
+        if self.spec.search.method != "local" or baseline is None:
+            return
+        trials = study.get_trials(deepcopy=False)
+        if any(t.state == TrialState.WAITING for t in trials):
+            return
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
+        tried = {t.user_attrs[attrs.CONFIG] for t in trials if attrs.CONFIG in t.user_attrs}
+        params = search.propose(
+            self.spec,
+            result.observations(),
+            incumbent.params,
+            exclude=tried,
+            rng=self._rng(study),
+            min_gain=self.spec.stop.min_gain,
+            max_changes=self.spec.search.max_changes,
+            trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
+        )
+        if params is None:
+            return
+        queue.enqueue_launch(study, self.spec, params, "search", {attrs.PROPOSER: "local"})
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _save_noise(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        if result.noise is None:
+            return
+        noise = result.noise_dict()
+        self.store.update_study(study.study_name, noise=noise)
+        study.set_user_attr(attrs.NOISE_REL_SD, noise.get("rel_sd"))
+
+    def _track_gain(
+        self, study: optuna.Study, result: analysis.StudyAnalysis, trial: FrozenTrial
+    ) -> None:
+        """Remember the trial at which the best last improved beyond the noise."""
+        best = result.best
+        if best is None:
+            return
+        incumbent = study.user_attrs.get(attrs.INCUMBENT)
+        if incumbent is None:
+            study.set_user_attr(attrs.INCUMBENT, best.config_hash)
+            study.set_user_attr(attrs.LAST_GAIN_TRIAL, trial.number)
+            return
+        if best.config_hash != incumbent and result.significantly_better(
+            best.config_hash, incumbent
+        ):
+            study.set_user_attr(attrs.INCUMBENT, best.config_hash)
+            study.set_user_attr(attrs.LAST_GAIN_TRIAL, trial.number)
+            self.observer.message(f"new best: trial {best.trials[0]} ({result.describe(best)})")
+
+    def _search_trials_since_gain(self, study: optuna.Study) -> int:
+        last_gain = study.user_attrs.get(attrs.LAST_GAIN_TRIAL)
+        if last_gain is None:
+            return 0
+        return sum(
+            1
+            for t in study.get_trials(deepcopy=False)
+            if t.number > last_gain
+            and t.user_attrs.get(attrs.LAUNCHED)
+            and t.user_attrs.get(attrs.ROLE) == "search"
+            and t.state.is_finished()
+        )
+
+    def _confirmation_pending(self, study: optuna.Study) -> bool:
+        return any(
+            t.user_attrs.get(attrs.ROLE) in ("confirm", "simplify")
+            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        )
+
+    def _queue_final_checks(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """Before the answer: launch a simpler form of the best, then settle a close call.
+
+        True when launches were queued (the sweep goes on until they are done).
+        """
+        return self._queue_simplification(study, result) or self._queue_tiebreak(study, result)
+
+    def _queue_simplification(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """Queue the best with its idle settings dropped (search.simplify), as many times as
+        a confirmed configuration is launched; once per best configuration."""
+        best = result.best
+        launches = 1 + self.spec.stop.confirmations
+        done = list(study.user_attrs.get(attrs.SIMPLIFIED, []))
+        if (
+            best is None
+            or best.is_baseline
+            or best.config_hash in done
+            or self.launched(study) + launches > self.n_trials
+        ):
+            return False
+        study.set_user_attr(attrs.SIMPLIFIED, [*done, best.config_hash])
+        simpler = search.simplify(
+            self.spec,
+            result.observations(),
+            best.params,
+            rng=self._rng(study),
+            min_gain=self.spec.stop.min_gain,
+        )
+        if simpler is None:
+            return False
+        config_hash = settings_from_params(self.spec, simpler).config_hash
+        measured = result.configs.get(config_hash)
+        if measured is not None:
+            # Launched already (a search trial may have tried it): top it up to a trusted
+            # count, unless what it showed is already significantly worse than the best.
+            if result.compare(best, measured).verdict == "better":
+                return False
+            launches -= len(measured.launches)
+        elif any(
+            t.user_attrs.get(attrs.CONFIG) == config_hash for t in study.get_trials(deepcopy=False)
+        ):
+            return False  # proposed before and not measured: refused, failed or pruned
+        if launches <= 0:
+            return False
+        for _ in range(launches):
+            queue.enqueue_launch(study, self.spec, simpler, "simplify", {attrs.CONFIG: config_hash})
+        dropped = sorted(k for k, v in best.changed.items() if simpler.get(k) != v)
+        self.observer.message(
+            f"trying trial {best.trials[0]} without {', '.join(dropped)}, which look idle"
+        )
+        return True
+
+    def _queue_tiebreak(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
+        """When the recommendation trails the best by more than min_gain, yet not
+        significantly, launch the less measured of the two again (up to the confirmation
+        cap): the simplicity rule should not give away a real gain for want of data."""
+        rec = result.recommendation()
+        if rec is None or rec.recommended == rec.best:
+            return False
+        best, chosen = result.configs[rec.best], result.configs[rec.recommended]
+        gap = result.compare(best, chosen).gain
+        if gap <= self.spec.stop.min_gain or self.launched(study) >= self.n_trials:
+            return False
+        stop = self.spec.stop
+        for config in sorted((chosen, best), key=lambda c: len(c.launches)):
+            first = stop.baseline_launches if config.is_baseline else 1
+            if len(config.launches) - first < stop.confirmation_cap:
+                queue.enqueue_launch(
+                    study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
+                )
+                self.observer.message(
+                    f"launching trial {config.trials[0]} again: {result.describe(chosen)} "
+                    f"trails {result.describe(best)} by {gap:.1%}, not yet significantly"
+                )
+                return True
+        return False
+
+    def _rng(self, study: optuna.Study) -> np.random.Generator:
+        # Seeded per proposal, so a seeded study proposes the same whether resumed or not.
+        n = len(study.get_trials(deepcopy=False))
+        return np.random.default_rng(None if self.seed is None else [self.seed, n])
+
+    def _plateau(self, study: optuna.Study) -> bool:
+        return self._search_trials_since_gain(study) >= self.spec.stop.patience
+
+    def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))
+        n = self._search_trials_since_gain(study)
+        noise = result.noise_rel_sd()
+        noise_text = f" (±{noise:.1%})" if noise is not None else ""
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
+        return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
+
+
+def trial_line(trial: FrozenTrial, metric: str) -> str:
+    """One line per finished trial: number, role, state, value, what changed, why it failed."""
+    params = trial.user_attrs.get(attrs.PARAMS) or {}
+    changed = changed_from_defaults(params)
+    what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
+    role = trial.user_attrs.get(attrs.ROLE, "search")
+    if trial.state == TrialState.COMPLETE and trial.value is not None:
+        outcome = f"{metric}={trial.value:.4g}"
+    else:
+        outcome = trial.state.name.lower()
+        reason = trial.user_attrs.get(attrs.REASON)
+        if reason:
+            outcome += f": {reason}"
+    return f"trial {trial.number:>3} {role:<8} {outcome}  {what}"

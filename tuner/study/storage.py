@@ -1,0 +1,21 @@
+"""optuna's storage, opened once and kept, so that no code reaches into private attributes.
+
+A ``Study`` does not expose its storage or a trial's id; the few places that need them
+(the launch row's optuna trial id, failing a dead worker's trial) go through the
+storage object opened here and its public ``BaseStorage`` methods.
+"""
+
+from __future__ import annotations
+
+import optuna
+
+
+def open_storage(url: str) -> optuna.storages.BaseStorage:
+    """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables)."""
+    return optuna.storages.RDBStorage(url)
+
+
+def trial_id(storage: optuna.storages.BaseStorage, study_name: str, number: int) -> int:
+    """optuna's storage-wide id of the trial ``number`` of a study."""
+    study_id = storage.get_study_id_from_name(study_name)
+    return storage.get_trial_id_from_study_id_trial_number(study_id, number)
