@@ -7,12 +7,27 @@ storage object opened here and its public ``BaseStorage`` methods.
 
 from __future__ import annotations
 
+import random
+import time
+
 import optuna
+import sqlalchemy.exc
 
 
-def open_storage(url: str) -> optuna.storages.BaseStorage:
-    """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables)."""
-    return optuna.storages.RDBStorage(url)
+def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
+    """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables).
+
+    Workers starting together on a fresh PostgreSQL race to create optuna's tables; the
+    loser of the race retries and finds them made.
+    """
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except sqlalchemy.exc.IntegrityError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 + random.random())
+    raise AssertionError("unreachable")
 
 
 def trial_id(storage: optuna.storages.BaseStorage, study_name: str, number: int) -> int:
