@@ -210,7 +210,7 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         from tuner.space.spec import load_space
         from tuner.views.report import best_report
         from tuner.trial.runner import RunnerOptions
-        from tuner.storage.store import LaunchStatus, Store
+        from tuner.storage import LaunchStatus, Store
         from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
         from tuner.study.sweep import run_sweep
 

@@ -1,8 +1,11 @@
 """`tuner bench`: benchmark a server that is already running, with the sweep's own engine.
 
-No restart, no optuna trial. With ``record`` the levels and every request go into
-the study database as a launch of role ``bench`` (status complete, no process
-identity), so a standalone measurement sits beside a study's trials.
+``measure_levels`` runs each level in turn (the engine the sweep uses) under the live
+view of tuner/views/bench.py and returns every level's raw result with its summary,
+for ``--format json`` or ``--record``. No restart, no optuna trial. With ``record`` the
+levels and every request go into the study database as a launch of role ``bench``
+(status complete, no process identity), so a standalone measurement sits beside a
+study's trials.
 """
 
 from __future__ import annotations
@@ -11,14 +14,49 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 
-from tuner.bench import LoadSpec, discover_model
-from tuner.views.bench import LevelRun, run_levels
-from tuner.bench.summary import parse_goodput
-from tuner.trial.runner import request_row
-from tuner.storage.store import LaunchStatus, Store
+from tuner.bench import LevelResult, LoadSpec, discover_model, measure_level
+from tuner.bench.summary import LevelSummary, parse_goodput, summarize
+from tuner.storage import LaunchStatus, Store, request_row
+from tuner.study import attrs
+from tuner.views.bench import BenchView
+
+
+@dataclass(frozen=True)
+class LevelRun:
+    """One measured level: the raw records (for the store) and their summary."""
+
+    load: LoadSpec
+    result: LevelResult
+    summary: LevelSummary
+
+
+def measure_levels(
+    base_url: str,
+    loads: Sequence[LoadSpec],
+    *,
+    rounds: int = 1,
+    goodput: dict[str, float] | None = None,
+    max_error_rate: float = 0.0,
+    console: Console | None = None,
+    show: bool = True,
+) -> list[LevelRun]:
+    """Measure every level ``rounds`` times, showing progress when ``show``; in order."""
+    console = console or Console(stderr=True)
+    view = BenchView(console, enabled=show)
+    runs: list[LevelRun] = []
+    with view:
+        for round_index in range(rounds):
+            for load in loads:
+                live = view.start(load, round_index)
+                result = measure_level(base_url, load, round_index=round_index, live=live)
+                summary = summarize(result, goodput=goodput, max_error_rate=max_error_rate)
+                view.finish(summary)
+                runs.append(LevelRun(load, result, summary))
+    return runs
 
 
 @dataclass(frozen=True)
@@ -27,7 +65,7 @@ class BenchOptions:
 
     url: str
     model: str | None = None
-    api: str = "completions"
+    api: Literal["completions", "chat"] = "completions"
     concurrency: tuple[int, ...] = (1,)
     requests: int = 16
     duration_s: float | None = None
@@ -64,7 +102,7 @@ def run_bench(options: BenchOptions, *, console: Console, show: bool) -> tuple[s
         )
         for c in options.concurrency
     ]
-    runs = run_levels(
+    runs = measure_levels(
         url,
         loads,
         rounds=options.rounds,
@@ -84,7 +122,7 @@ def record_bench(storage: str, study: str, url: str, model: str, runs: Sequence[
         study=study,
         trial_id=None,
         trial_number=None,
-        role="bench",
+        role=attrs.BENCH,
         config_hash="standalone",
         params={"url": url, "model": model},
         env={},

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner.errors import ConfigError, TunerError
-from tuner.storage.store import DEFAULT_STORAGE
+from tuner.storage import DEFAULT_STORAGE
 
 app = typer.Typer(
     name="tuner",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tuner.launcher import LaunchSpec, ServerProcess, free_port
-from tuner.storage.store import Store
+from tuner.storage import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tuner.bench import LoadSpec, discover_model, measure_level
-from tuner.views.bench import run_levels
 from tuner.bench.summary import summarize
+from tuner.bench_command import measure_levels
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -63,7 +63,7 @@ def test_completions_levels_against_the_sim(sim: str) -> None:
     assert model.startswith("sim/")
     loads = [LoadSpec(model=model, concurrency=c, requests=2 * c, max_tokens=32,
                       prompt_tokens=64, warmup=1, workers=1) for c in (1, 8)]
-    runs = run_levels(sim, loads, show=False)
+    runs = measure_levels(sim, loads, show=False)
     one, eight = (r.summary for r in runs)
     for s in (one, eight):
         assert s.errors == 0 and s.completed == 2 * s.concurrency

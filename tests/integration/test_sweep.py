@@ -19,7 +19,7 @@ from tuner.space.spec import load_space
 from tuner.launcher import ServerProcess, free_port
 from tuner.trial.runner import launch_spec_for
 from tuner.space.settings import settings_from_params
-from tuner.storage.store import Store
+from tuner.storage import Store
 from tuner.study.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from tests.integration.sweep_helpers import write_space
-from tuner.storage.store import Store
+from tuner.storage import Store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 

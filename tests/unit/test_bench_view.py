@@ -7,10 +7,11 @@ import io
 import pytest
 from rich.console import Console
 
-from tuner.views import bench as bench_view
+from tuner import bench_command
 from tuner.bench import LevelResult, LiveStats, LoadSpec, RequestRecord
-from tuner.views.bench import levels_table, print_warnings, progress_line, run_levels
 from tuner.bench.summary import summarize
+from tuner.bench_command import measure_levels
+from tuner.views.bench import levels_table, print_warnings, progress_line
 
 
 def record(index: int, error: str | None = None, estimated: bool = False) -> RequestRecord:
@@ -73,7 +74,7 @@ def test_progress_line() -> None:
     assert "rate 2/s" in progress_line(LoadSpec(model="m", rate=2.0), LiveStats()).plain
 
 
-def test_run_levels_measures_each_level_each_round(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measure_levels_measures_each_level_each_round(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[int, int]] = []
 
     def fake(url: str, load: LoadSpec, *, round_index: int, live: LiveStats) -> LevelResult:
@@ -81,10 +82,10 @@ def test_run_levels_measures_each_level_each_round(monkeypatch: pytest.MonkeyPat
         live.phase = "done"
         return result(load.concurrency, round_index)
 
-    monkeypatch.setattr(bench_view, "measure_level", fake)
+    monkeypatch.setattr(bench_command, "measure_level", fake)
     loads = [LoadSpec(model="m", concurrency=c) for c in (1, 4)]
     console = Console(file=io.StringIO(), force_terminal=True, width=200)
-    runs = run_levels("http://x", loads, rounds=2, console=console)
+    runs = measure_levels("http://x", loads, rounds=2, console=console)
     assert calls == [(1, 0), (4, 0), (1, 1), (4, 1)]
     assert [r.summary.concurrency for r in runs] == [1, 4, 1, 4]
     assert runs[0].result.records and runs[0].load is loads[0]

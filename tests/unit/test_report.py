@@ -15,7 +15,7 @@ from tuner.space.spec import load_space
 from tuner.space.settings import settings_from_params
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
-from tuner.storage.store import Store
+from tuner.storage import Store
 
 SPACE = {
     "study": "hand",

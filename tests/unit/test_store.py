@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.storage.store import REDACTED, Store, redact_argv, redact_env
+from tuner.storage import REDACTED, Store, redact_argv, redact_env
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import yaml
 from tests.fakes import FakeRunner
 from tuner.views import report
 from tuner.space.spec import load_space
-from tuner.storage.store import Store
+from tuner.storage import Store
 from tuner.study.sweep import run_sweep
 
 SPACE = {

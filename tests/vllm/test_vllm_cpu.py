@@ -23,7 +23,7 @@ import yaml
 
 from tuner.check import check_space
 from tuner.space.spec import SHIPPED_SPACES, load_space
-from tuner.storage.store import LaunchStatus, Store
+from tuner.storage import LaunchStatus, Store
 from tuner.study.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tuner import stats
 from tuner.space.settings import is_default
 from tuner.space.spec import Space
-from tuner.storage.store import LaunchRow, LaunchStatus, Store
+from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import search
 
 SCREEN_CONFIDENCE = 0.8
@@ -55,7 +55,7 @@ class StudyAnalysis:
     """Every launch with a measurement, pruned ones included: what the search model fits."""
 
     @property
-    def direction(self) -> str:
+    def direction(self) -> Literal["maximize", "minimize"]:
         return self.space.spec.direction
 
     @property

@@ -22,7 +22,7 @@ from tuner import stats
 from tuner.events import SweepObserver
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Space
-from tuner.storage.store import Store
+from tuner.storage import Store
 from tuner.study import analysis, attrs, queue, search
 from tuner.trial.runner import PruneCheck
 

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from tuner import launcher
 from tuner.events import SweepObserver
-from tuner.storage.store import LaunchStatus, Store
+from tuner.storage import LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.storage import open_storage, trial_id
 

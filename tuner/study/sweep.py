@@ -27,7 +27,7 @@ from tuner.events import SweepObserver
 from tuner.space import model_limits
 from tuner.space.settings import violated_constraints
 from tuner.space.spec import Space
-from tuner.storage.store import Store
+from tuner.storage import Store
 from tuner.study import analysis, attrs, queue
 from tuner.study.controller import SweepController
 from tuner.study.recovery import recover_interrupted, worker_id

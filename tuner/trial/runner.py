@@ -18,13 +18,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tuner import bench, stats, telemetry
-from tuner.bench import summary as metrics
+from tuner.bench.records import LevelResult
+from tuner.bench.summary import LevelSummary, summarize
 from tuner.errors import BenchmarkError, LaunchError
 from tuner.events import SweepObserver
-from tuner.launcher import LaunchSpec, ServerProcess, StopReport, ensure_gpus_idle, free_port
+from tuner.launcher import (
+    LaunchSpec,
+    ServerProcess,
+    StopReport,
+    ensure_gpus_idle,
+    free_port,
+    parse_visible_devices,
+)
 from tuner.space.settings import Settings, server_argv, server_env
 from tuner.space.spec import Space
-from tuner.storage.store import LaunchStatus, Store, utcnow
+from tuner.storage import LaunchStatus, Store, request_row, utcnow
+from tuner.study import attrs
 from tuner.telemetry.gpu import GpuBackend
 from tuner.trial.monitor import LaunchMonitor, plain_dict
 
@@ -110,17 +119,18 @@ class TrialRunner:
         is left with a final status and reason before this returns or raises.
         """
         server = self.spec.server
-        devices = _visible_devices(server_env(server, settings, port=0))
+        port = free_port(server.host) if server.port == "auto" else int(server.port)
+        trial_dir = self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}"
+        launch = launch_spec_for(
+            self.space, settings, port=port, trial_dir=trial_dir.resolve(), gpu=self.gpu
+        )
         if self.gpu.available:
             ensure_gpus_idle(
                 self.gpu,
-                devices,
+                launch.gpu_devices,
                 max_memory_mib=self.options.gpu_idle_max_memory_mib,
                 timeout_s=self.options.gpu_idle_timeout_s,
             )
-        port = free_port(server.host) if server.port == "auto" else int(server.port)
-        trial_dir = self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}"
-        launch = launch_spec_for(self.space, settings, port=port, trial_dir=trial_dir.resolve())
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
         argv, env, unset = launch.argv, launch.env, launch.unset
         process = ServerProcess(launch, gpu=self.gpu if self.gpu.available else None)
@@ -146,7 +156,8 @@ class TrialRunner:
             marker=identity.marker,
             log_path=str(launch.log_path),
         )
-        status, reason = LaunchStatus.FAILED, "interrupted"
+        status = LaunchStatus.FAILED
+        reason: str | None = "interrupted"
         outcome: LaunchOutcome | None = None
         try:
             seconds = process.wait_healthy(
@@ -208,9 +219,11 @@ class TrialRunner:
         if not self._inventory_done:
             self._record_inventory(base_url, process)
         model = spec.benchmark.model or bench.discover_model(base_url)
+        server_pid = process.pid
+        assert server_pid is not None, "the server is started before it is benchmarked"
         monitor = LaunchMonitor(
             self.gpu,
-            server_pid=process.pid,
+            server_pid=server_pid,
             base_url=base_url,
             interval_s=self.options.telemetry_interval_s,
         )
@@ -257,14 +270,14 @@ class TrialRunner:
         launch_id: int,
         round_index: int,
         concurrency: int,
-    ) -> Any:
+    ) -> LevelSummary:
         """One level: measure, summarise, store with its telemetry; fail if nothing came back."""
         load = bench.load_from_benchmark_spec(self.spec.benchmark, concurrency, model)
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
         window = monitor.level()
         result = bench.measure_level(base_url, load, round_index=round_index)
-        summary = metrics.summarize(result, max_error_rate=self.spec.benchmark.max_error_rate)
+        summary = summarize(result, max_error_rate=self.spec.benchmark.max_error_rate)
         seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
         flags = [f for f in (summary.flagged, seen.warning) if f]
         self.store.add_level(
@@ -299,8 +312,19 @@ def left_nothing_behind(report: StopReport) -> bool:
     return not report.survivors and report.gpu_memory_ok is not False
 
 
-def launch_spec_for(space: Space, settings: Settings, *, port: int, trial_dir: Path) -> LaunchSpec:
-    """How to start the server for these settings: argv, env, unset variables, log file."""
+def launch_spec_for(
+    space: Space,
+    settings: Settings,
+    *,
+    port: int,
+    trial_dir: Path,
+    gpu: GpuBackend | None = None,
+) -> LaunchSpec:
+    """How to start the server for these settings: argv, env, unset variables, log file.
+
+    The server's env is built here once; its ``CUDA_VISIBLE_DEVICES`` (or tuner's own)
+    names the GPUs to watch, UUIDs resolved through ``gpu``.
+    """
     server = space.spec.server
     names = {
         "trial_dir": str(trial_dir),
@@ -322,42 +346,17 @@ def launch_spec_for(space: Space, settings: Settings, *, port: int, trial_dir: P
         stop_timeout_s=server.stop_timeout_s,
         log_path=trial_dir / "server.log",
         cpus=server.cpus,
-        gpu_devices=_visible_devices(env),
+        gpu_devices=parse_visible_devices(
+            env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")), gpu
+        ),
     )
 
 
-def _visible_devices(env: dict[str, str]) -> list[int] | None:
-    """The GPUs a server will use: CUDA_VISIBLE_DEVICES when it lists indices, else all."""
-    value = env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
-    if not value:
-        return None
-    try:
-        return [int(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        return None  # UUIDs or MIG names: check every GPU rather than guess
+def _headline(summary: LevelSummary) -> dict[str, float]:
+    return {name: summary.metric(name) for name in attrs.HEADLINE_METRICS}
 
 
-def _headline(summary: Any) -> dict[str, float]:
-    names = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
-    return {name: summary.metric(name) for name in names}
-
-
-def request_row(record: Any) -> dict[str, Any]:
-    return dict(
-        idx=record.index,
-        start_s=record.start_s,
-        ttft_s=record.ttft_s,
-        e2el_s=record.e2el_s,
-        itl_s=list(record.itl_s),
-        prompt_tokens=record.prompt_tokens,
-        output_tokens=record.output_tokens,
-        reasoning_tokens=record.reasoning_tokens,
-        tokens_estimated=record.tokens_estimated,
-        error=record.error,
-    )
-
-
-def _first_error(result: Any) -> str:
+def _first_error(result: LevelResult) -> str:
     for record in result.records:
         if record.error:
             return str(record.error)

@@ -1,9 +1,8 @@
 """What ``tuner bench`` shows: a rich live view while levels run, and the table at the end.
 
-``run_levels`` is the whole command minus argument parsing: it measures each level in
-turn (the same engine the sweep uses), keeps a live line for the running level under
-the rows of the finished ones, and returns every level's raw result with its summary,
-for ``--format json`` or ``--record``. ``levels_table`` renders summaries on its own.
+``BenchView`` keeps a live line for the running level under the rows of the finished
+ones; ``levels_table`` renders summaries on their own; ``print_warnings`` says what a
+flagged level means. The levels themselves are run by tuner/bench_command.py.
 """
 
 from __future__ import annotations
@@ -11,49 +10,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from tuner.bench import LevelResult, LiveStats, LoadSpec, measure_level
-from tuner.bench.summary import LevelSummary, summarize
-
-
-@dataclass(frozen=True)
-class LevelRun:
-    """One measured level: the raw records (for the store) and their summary."""
-
-    load: LoadSpec
-    result: LevelResult
-    summary: LevelSummary
-
-
-def run_levels(
-    base_url: str,
-    loads: Sequence[LoadSpec],
-    *,
-    rounds: int = 1,
-    goodput: dict[str, float] | None = None,
-    max_error_rate: float = 0.0,
-    console: Console | None = None,
-    show: bool = True,
-) -> list[LevelRun]:
-    """Measure every level ``rounds`` times, showing progress when ``show``; in order."""
-    console = console or Console(stderr=True)
-    view = BenchView(console, enabled=show)
-    runs: list[LevelRun] = []
-    with view:
-        for round_index in range(rounds):
-            for load in loads:
-                live = view.start(load, round_index)
-                result = measure_level(base_url, load, round_index=round_index, live=live)
-                summary = summarize(result, goodput=goodput, max_error_rate=max_error_rate)
-                view.finish(summary)
-                runs.append(LevelRun(load, result, summary))
-    return runs
+from tuner.bench import LiveStats, LoadSpec
+from tuner.bench.summary import LevelSummary
 
 
 class BenchView:

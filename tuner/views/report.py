@@ -24,7 +24,7 @@ from tuner.study import analysis
 from tuner.space.spec import Space, load_space, parse_space
 from tuner.errors import ConfigError, StoreError
 from tuner.space.settings import settings_from_params
-from tuner.storage.store import Store
+from tuner.storage import Store
 
 FORMATS = ("table", "json", "env", "systemd", "args")
 
