@@ -1,7 +1,8 @@
 """The `tuner` command line: each command parses, calls one library function, renders.
 
-No SQL and no loops over trials here; those live in sweep.py, report.py and friends.
-Every TunerError becomes ``Error: ...`` on stderr and exit code 1.
+No SQL and no loops over trials here; those live in tuner/study/, tuner/views/ and
+friends. Every TunerError becomes ``Error: ...`` on stderr; the exit codes are listed in
+tuner/exit_codes.py (and the README).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tuner import exit_codes
 from tuner.errors import ConfigError, TunerError
 from tuner.storage import DEFAULT_STORAGE
 
@@ -53,7 +55,7 @@ OptSpaceOpt = Annotated[
 
 
 def handles_errors(func: F) -> F:
-    """Print a TunerError as one `Error:` line and exit 1; Ctrl-C exits 130."""
+    """Print a TunerError as one `Error:` line and exit 2 (bad input) or 1; Ctrl-C exits 130."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -62,10 +64,11 @@ def handles_errors(func: F) -> F:
         except TunerError as exc:
             # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is.
             err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False)
-            raise typer.Exit(1) from None
+            code = exit_codes.CONFIG if isinstance(exc, ConfigError) else exit_codes.ERROR
+            raise typer.Exit(code) from None
         except KeyboardInterrupt:
             err.print("[yellow]Interrupted.[/] Run the same command again to resume.")
-            raise typer.Exit(130) from None
+            raise typer.Exit(exit_codes.INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -105,7 +108,14 @@ def run(
         console=out,
     )
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
-    out.print("See the answer with: [bold]tuner best[/]" + _study_flags(storage, result.study_name))
+    code = exit_codes.for_stop_reason(result.stop_reason)
+    if code == exit_codes.OK:
+        out.print(
+            "See the answer with: [bold]tuner best[/]" + _study_flags(storage, result.study_name)
+        )
+    else:
+        out.print("See why with: [bold]tuner trials[/]" + _study_flags(storage, result.study_name))
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -128,7 +138,7 @@ def check(
         for line in report.lines():
             out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(exit_codes.CONFIG)
 
 
 @app.command()

@@ -98,5 +98,5 @@ def test_bench_refuses_bad_levels_with_a_clear_error(tmp_path: Path) -> None:
         text=True,
         timeout=60,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # bad input (tuner/exit_codes.py)
     assert "Error: --concurrency '1,x'" in done.stderr

@@ -14,7 +14,7 @@ import httpx
 import optuna
 import pytest
 
-from tests.integration.sweep_helpers import write_space
+from tests.integration.sweep_helpers import FAST_SIM, write_space
 from tuner.space.spec import load_space
 from tuner.launcher import ServerProcess, free_port
 from tuner.trial.runner import launch_spec_for
@@ -111,6 +111,14 @@ def test_cli_sweep_best_json_trials_and_resume(tmp_path: Path) -> None:
 
     listing = _tuner("trials", "--space", str(path), cwd=tmp_path)
     assert listing.returncode == 0 and "baseline" in listing.stdout
+
+
+def test_run_exits_3_when_every_launch_fails(tmp_path: Path) -> None:
+    # The sim refuses a tensor-parallel size larger than its 8 GPUs at startup, as vLLM does.
+    path = write_space(tmp_path, server={"command": [*FAST_SIM, "--tensor-parallel-size", "64"]})
+    done = _tuner("run", "--space", str(path), "--trials", "3", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr  # tuner/exit_codes.py: ALL_FAILED
+    assert "all_failed" in done.stdout and "tuner trials" in done.stdout
 
 
 def test_ctrl_c_stops_the_server_marks_the_trial_and_exits_non_zero(tmp_path: Path) -> None:
