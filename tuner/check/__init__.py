@@ -11,8 +11,8 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
 - NCCL variables are spelled as NCCL spells them (NCCL ignores an unknown name
   silently, so a typo is a knob that does nothing) and valued as NCCL accepts them: ``nccl``;
 - a fixed port is free, pinned CPUs exist, and the database is writable: ``host``;
-- with the model's config.json at hand, the baseline is not ruled out by its shape
-  (see ``tuner.space.model_limits``): ``model``.
+- a model given as a local path exists, and with its config.json at hand the baseline is
+  not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``.
 
 The sweep runs it before its first launch; ``tuner check --space FILE`` runs it alone.
 """
