@@ -1,5 +1,6 @@
 """tuner.sim.settings and tuner.sim.nccl: the command line and NCCL environment, parsed as the
-real stack parses them, with the real stack's refusals."""
+real stack parses them, with the real stack's refusals (the NCCL_ALGO / NCCL_PROTO grammar
+itself is NCCL's vocabulary: tests/unit/test_nccl.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ import json
 
 import pytest
 
+from tuner.nccl import NcclEnvError
 from tuner.sim.cli import main
-from tuner.sim.nccl import NcclEnvError, parse_nccl_env, parse_selection, warmup_failure
+from tuner.sim.nccl import parse_nccl_env, warmup_failure
 from tuner.sim.settings import ArgError, SimSettings, non_default_args, parse_settings
-
-ALGOS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
-PROTOS = ("ll", "ll128", "simple")
 
 
 def parse(*argv: str, **env: str) -> SimSettings:
@@ -144,29 +143,6 @@ def test_main_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- NCCL ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("raw", "default", "allreduce", "allgather", "bare"),
-    [
-        ("Ring", {"ring"}, {"ring"}, {"ring"}, True),
-        ("RING,tree", {"ring", "tree"}, {"ring", "tree"}, {"ring", "tree"}, True),
-        ("^tree", set(ALGOS) - {"tree"}, set(ALGOS) - {"tree"}, set(ALGOS) - {"tree"}, True),
-        ("allreduce:tree", None, {"tree"}, None, False),
-        ("allreduce:ring;allgather:ring", None, {"ring"}, {"ring"}, False),
-        ("allreduce:ring,allgather:ring", None, {"ring"}, {"ring"}, False),
-        ("AllReduce:Tree,Ring", None, {"tree", "ring"}, None, False),
-        ("ring;allreduce:tree", {"ring"}, {"tree"}, {"ring"}, True),
-        ("allreduce:^tree", None, set(ALGOS) - {"tree"}, None, False),
-    ],
-)
-def test_algo_grammar(raw: str, default: set[str] | None, allreduce: set[str] | None,
-                      allgather: set[str] | None, bare: bool) -> None:
-    sel = parse_selection("NCCL_ALGO", raw, ALGOS)
-    assert sel.default == (frozenset(default) if default is not None else None)
-    assert sel.for_function("allreduce") == (frozenset(allreduce) if allreduce else None)
-    assert sel.for_function("allgather") == (frozenset(allgather) if allgather else None)
-    assert sel.bare is bare
-
-
 @pytest.mark.parametrize(("raw", "protos"), [
     ("LL", {"ll"}), ("ll128", {"ll128"}), ("Simple,LL", {"simple", "ll"}),
     ("^LL128", {"ll", "simple"}), ("allreduce:LL128", {"ll128"}),

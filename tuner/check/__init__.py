@@ -1,2 +1,87 @@
-from tuner.check.core import *  # noqa: F401,F403
-from tuner.check.core import check_space, CheckReport, CheckItem  # noqa: F401
+"""Pre-flight checks of a space file: fail in seconds what a launch would fail after a load.
+
+``check_space(space, storage=...)`` looks at everything that can be known before the
+first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``error``):
+
+- the server command exists (on PATH, or ``{python} -m MODULE`` importable): ``command``;
+- every flag the space can produce (the command's own, each choice's and each range's)
+  is one the server accepts, read once from its ``--help`` and cached per command
+  (``~/.cache/tuner/help``; vLLM's grouped help is read as ``--help=all``), and a value
+  the help lists choices for is one of them: ``help``, ``flags``;
+- NCCL variables are spelled as NCCL spells them (NCCL ignores an unknown name
+  silently, so a typo is a knob that does nothing) and valued as NCCL accepts them: ``nccl``;
+- a fixed port is free, pinned CPUs exist, and the database is writable: ``host``;
+- a model given as a local path exists, and with its config.json at hand the baseline is
+  not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``.
+
+The sweep runs it before its first launch; ``tuner check --space FILE`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tuner.check.command import check_command, command_prefix
+from tuner.check.flags import accepts, check_flags_against_help
+from tuner.check.help import (
+    HELP_TIMEOUT_S,
+    HelpReader,
+    HelpText,
+    default_cache_dir,
+    run_help,
+    server_help,
+)
+from tuner.check.host import check_cpus, check_port, check_storage
+from tuner.check.model import check_model
+from tuner.check.nccl import check_nccl, check_nccl_variable
+from tuner.check.report import CheckItem, CheckReport, Findings, Level
+from tuner.space.model_limits import baseline_argv
+from tuner.space.spec import Space
+
+__all__ = [
+    "HELP_TIMEOUT_S",
+    "CheckItem",
+    "CheckReport",
+    "HelpReader",
+    "HelpText",
+    "Level",
+    "accepts",
+    "check_nccl_variable",
+    "check_space",
+    "command_prefix",
+    "default_cache_dir",
+    "run_help",
+    "server_help",
+]
+
+
+def check_space(
+    space: Space,
+    *,
+    storage: str,
+    help_cache_dir: Path | None = None,
+    help_timeout_s: float = HELP_TIMEOUT_S,
+    read_help: HelpReader | None = None,
+    check_flags: bool = True,
+) -> CheckReport:
+    """Run every pre-flight check on a loaded space; never starts the server itself."""
+    found = Findings()
+    argv, env = baseline_argv(space)
+    child_env = {**os.environ, **env}
+    command_ok = check_command(argv, child_env, found)
+    if check_flags and command_ok:
+        help_text = server_help(
+            argv,
+            child_env,
+            cache_dir=help_cache_dir,
+            timeout_s=help_timeout_s,
+            read_help=read_help,
+        )
+        check_flags_against_help(space, argv, help_text, found)
+    check_nccl(space, found)
+    check_port(space, found)
+    check_cpus(space, found)
+    check_storage(storage, found)
+    check_model(space, argv, found)
+    return CheckReport(space=str(space.path), items=tuple(found.items))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from tuner.sim.nccl import PROTOCOL_NAMES, NcclEnv
+from tuner.nccl import PROTOCOL_NAMES
+from tuner.sim.nccl import NcclEnv
 from tuner.sim.profiles import GIB, Profile, ThroughputTable, get_profile
 from tuner.sim.settings import SimSettings
 

