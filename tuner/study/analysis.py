@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tuner import stats
-from tuner.space.settings import is_default
-from tuner.space.spec import Space
+from tuner.space.settings import changed_from_defaults, is_default
+from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import search
 
@@ -28,7 +28,7 @@ class ConfigResult:
     """One configuration and every completed launch of it."""
 
     config_hash: str
-    params: dict[str, Any]
+    params: dict[str, Scalar]
     trials: tuple[int, ...]
     launches: tuple[stats.LaunchEstimate, ...]
     estimate: stats.ConfigEstimate
@@ -36,11 +36,11 @@ class ConfigResult:
 
     @property
     def n_changed(self) -> int:
-        return sum(1 for v in self.params.values() if not is_default(v))
+        return len(self.changed)
 
     @property
-    def changed(self) -> dict[str, Any]:
-        return {k: v for k, v in self.params.items() if not is_default(v)}
+    def changed(self) -> dict[str, Scalar]:
+        return changed_from_defaults(self.params)
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class StudyAnalysis:
     configs: dict[str, ConfigResult]
     noise: stats.NoiseEstimate | None
     launch_counts: dict[str, int] = field(default_factory=dict)
-    measured: tuple[tuple[dict[str, Any], stats.LaunchEstimate], ...] = ()
+    measured: tuple[tuple[dict[str, Scalar], stats.LaunchEstimate], ...] = ()
     """Every launch with a measurement, pruned ones included: what the search model fits."""
 
     @property

@@ -110,6 +110,7 @@ def worker_alive(worker: str) -> bool:
         return False
     try:
         proc = psutil.Process(pid)
-        return proc.is_running() and abs(round(proc.create_time() * 100) - start) <= 100
+        running: bool = proc.is_running()
+        return running and abs(round(proc.create_time() * 100) - start) <= 100
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False

@@ -137,7 +137,8 @@ class EffectModel:
         """How many launches set each column (column 0: every launch)."""
         if not self.rows:
             return np.zeros(self.size)
-        return np.sum(self.rows, axis=0)
+        counts: np.ndarray = np.asarray(self.rows).sum(axis=0)
+        return counts
 
     def draws(self, rng: np.random.Generator, n: int = DRAWS) -> np.ndarray:
         """``n`` draws of every effect from the posterior, one row each, by Gibbs sampling.

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import optuna
 import sqlalchemy.exc
@@ -48,7 +48,10 @@ class SweepResult:
 
 
 def open_study(
-    storage: optuna.storages.BaseStorage, name: str, direction: str, seed: int | None
+    storage: optuna.storages.BaseStorage,
+    name: str,
+    direction: Literal["maximize", "minimize"],
+    seed: int | None,
 ) -> optuna.Study:
     """Create or load the optuna study; TPE seeded, our own stop logic."""
     with warnings.catch_warnings():

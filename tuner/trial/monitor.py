@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import telemetry
-from tuner.telemetry.gpu import GpuBackend
+from tuner.telemetry.gpu import GpuBackend, GpuSample
+from tuner.telemetry.host import HostSample
+from tuner.telemetry.sampler import PeriodicSampler
 
 
 @dataclass(frozen=True)
@@ -98,14 +100,16 @@ class LaunchMonitor:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _samplers(self) -> list[Any]:
-        found: list[Any] = [self.host, self.metrics]
+    def _samplers(self) -> list[PeriodicSampler[Any]]:
+        found: list[PeriodicSampler[Any]] = [self.host, self.metrics]
         if self.gpu_sampler is not None:
             found.append(self.gpu_sampler)
         return found
 
 
-def sample_rows(gpu_samples: Sequence[Any], host_samples: Sequence[Any]) -> list[dict[str, Any]]:
+def sample_rows(
+    gpu_samples: Sequence[GpuSample], host_samples: Sequence[HostSample]
+) -> list[dict[str, Any]]:
     """Raw samples as rows of ``tuner_samples``."""
     rows = [
         dict(kind="gpu", time_s=s.time_s, gpu_index=s.index, data=plain_dict(s))
