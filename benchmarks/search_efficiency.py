@@ -3,7 +3,7 @@
 Issue 3, item 7 ("measured, not asserted"). Each study is a real sweep
 (``tuner.study.sweep.run_sweep``) in its own temporary directory and SQLite database; every
 launch is a real ``python -m tuner.sim`` subprocess, benchmarked over HTTP, stopped by
-the launcher. Afterwards the recommendation (``tuner.views.report.best_report``, what `tuner
+the launcher. Afterwards the recommendation (``tuner.views.best.best_report``, what `tuner
 best` says) is scored against the simulator's noise-free truth
 (``tuner.sim.relative_speed``), which the sweep never sees.
 
@@ -208,11 +208,11 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         import optuna
 
         from tuner.space.spec import load_space
-        from tuner.views.report import best_report
-        from tuner.trial.runner import RunnerOptions
         from tuner.storage import LaunchStatus, Store
         from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
         from tuner.study.sweep import run_sweep
+        from tuner.trial.runner import RunnerOptions
+        from tuner.views.best import best_report
 
         path = root / "space.yaml"
         path.write_text(yaml.safe_dump(space_dict(case, seed, opts), sort_keys=False))
@@ -229,20 +229,21 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         out.stop_reason = result.stop_reason
         out.launched = result.launched
         report = best_report(storage, space.study_name)
-        rec, best = report.get("recommended"), report.get("best")
+        rec, best = report.recommended, report.best
         if rec is None:
             raise RuntimeError("no recommendation")
-        out.keep_defaults = bool(report.get("keep_defaults"))
-        out.recommended = {k: v for k, v in rec["params"].items() if v != "default"}
-        out.true_recommended = true_speed(space.spec, case.profile, rec["params"])
+        out.keep_defaults = bool(report.keep_defaults)
+        out.recommended = rec.changed
+        out.true_recommended = true_speed(space.spec, case.profile, dict(rec.params))
         if best is not None:
-            out.true_best = true_speed(space.spec, case.profile, best["params"])
-        noise = report.get("noise") or {}
-        out.noise_between = noise.get("rel_sd")
-        if noise.get("observed_var") is not None:
-            out.noise_between_observed = math.sqrt(noise["observed_var"])
-        if noise.get("within_var") is not None:
-            out.noise_within = math.sqrt(noise["within_var"])
+            out.true_best = true_speed(space.spec, case.profile, dict(best.params))
+        noise = report.noise
+        if noise is not None:
+            out.noise_between = noise.rel_sd
+            if noise.observed_var is not None:
+                out.noise_between_observed = math.sqrt(noise.observed_var)
+            if noise.within_var is not None:
+                out.noise_within = math.sqrt(noise.within_var)
         rows = Store(storage).launches(space.study_name)
         out.pruned = sum(1 for r in rows if r.status == LaunchStatus.PRUNED)
         out.failed = sum(1 for r in rows if r.status == LaunchStatus.FAILED)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up the project in .venv (if needed) and run every test tier this machine can run,
-# fastest first; say which tiers were skipped and why. Extra arguments go to every pytest run.
+# Set up the project in .venv (if needed), run the quality gates (ruff, ruff format, mypy),
+# then every test tier this machine can run, fastest first; say which tiers were skipped and
+# why. Extra arguments go to every pytest run. TUNER_GATES=off skips the gates (a quick loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+if [ "${TUNER_GATES:-on}" != "off" ]; then
+  echo "=== gates: ruff check, ruff format --check, mypy tuner ==="
+  .venv/bin/ruff check tuner tests benchmarks scripts
+  .venv/bin/ruff format --check tuner tests benchmarks scripts
+  .venv/bin/mypy tuner
+fi
 
 run_tier() {  # name, marker expression
   echo "=== tier: $1 ==="

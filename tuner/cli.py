@@ -152,10 +152,11 @@ def best(
     ] = "table",
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline."""
-    from tuner.views import report
+    from tuner.views.best import best_report, print_best
+    from tuner.views.study_access import resolve_study
 
-    result = report.best_report(storage, report.resolve_study(storage, study, space))
-    report.print_best(result, fmt, out)
+    result = best_report(storage, resolve_study(storage, study, space))
+    print_best(result, fmt, out)
 
 
 @app.command("trials")
@@ -166,9 +167,10 @@ def trials_cmd(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """One line per trial: number, status, changed params, objective, reason for failures."""
-    from tuner.views import report
+    from tuner.views.study_access import resolve_study
+    from tuner.views.trials import print_trials
 
-    report.print_trials(storage, report.resolve_study(storage, study, space), out)
+    print_trials(storage, resolve_study(storage, study, space), out)
 
 
 @app.command()
@@ -180,9 +182,10 @@ def show(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Everything about one trial: settings, levels, telemetry, log tail; and the inventory."""
-    from tuner.views import report
+    from tuner.views.study_access import resolve_study
+    from tuner.views.trials import print_trial
 
-    report.print_trial(storage, report.resolve_study(storage, study, space), trial, out)
+    print_trial(storage, resolve_study(storage, study, space), trial, out)
 
 
 @app.command()
@@ -195,9 +198,10 @@ def compare(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Is trial A better than trial B? The difference with its interval, and the verdict."""
-    from tuner.views import report
+    from tuner.views.compare import print_compare
+    from tuner.views.study_access import resolve_study
 
-    report.print_compare(storage, report.resolve_study(storage, study, space), a, b, out)
+    print_compare(storage, resolve_study(storage, study, space), a, b, out)
 
 
 @app.command()
@@ -224,9 +228,9 @@ def dashboard(
     port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,
 ) -> None:
     """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]')."""
-    from tuner.views import report
+    from tuner.views.dashboard import run_dashboard
 
-    report.run_dashboard(storage, port)
+    run_dashboard(storage, port)
 
 
 @app.command()

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from tests.fakes import FakeRunner
-from tuner.views import report
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.sweep import run_sweep
+from tuner.views.best import best_report
 
 SPACE = {
     "study": "d",
@@ -48,9 +48,9 @@ def test_nothing_matters_stops_on_a_plateau_and_keeps_the_defaults(tmp_path: Pat
     assert result.launched < 20
     assert [r for r, _ in runner.launched[:2]] == ["baseline", "baseline"]
     assert runner.launched[0][1] == {}
-    answer = report.best_report(storage, "d")
-    assert answer["keep_defaults"] is True
-    assert answer["noise"]["n_configs"] >= 1
+    answer = best_report(storage, "d")
+    assert answer.keep_defaults is True
+    assert answer.noise is not None and answer.noise.n_configs >= 1
 
 
 def test_a_real_gain_is_confirmed_then_recommended(tmp_path: Path) -> None:
@@ -59,11 +59,11 @@ def test_a_real_gain_is_confirmed_then_recommended(tmp_path: Path) -> None:
     )
     confirms = [changed for role, changed in runner.launched if role == "confirm"]
     assert any(c.get("NCCL_PROTO") == "LL" for c in confirms)
-    answer = report.best_report(storage, "d")
-    assert answer["keep_defaults"] is False
-    assert answer["recommended"]["env"].get("NCCL_PROTO") == "LL"
+    answer = best_report(storage, "d")
+    assert answer.keep_defaults is False
+    assert answer.recommended.env.get("NCCL_PROTO") == "LL"
     # The simplest winner: the extra knobs that do nothing are not recommended.
-    assert answer["recommended"]["launches"] >= 2
+    assert answer.recommended.launches >= 2
 
 
 def test_every_launch_failing_stops_early_with_all_failed(tmp_path: Path) -> None:
@@ -128,8 +128,8 @@ def test_a_gain_spread_over_three_settings_is_found_and_recommended_alone(
     result, runner, storage = _sweep(
         tmp_path, _three_knobs, trials=30, seed=seed, between=0.003, within=0.003
     )
-    answer = report.best_report(storage, "d")
-    changed = {k: str(v) for k, v in answer["recommended"]["params"].items() if v != "default"}
+    answer = best_report(storage, "d")
+    changed = {k: str(v) for k, v in answer.recommended.changed.items()}
     assert changed == {"NCCL_PROTO": "LL128", "MAX": "32", "compilation": "3"}
     assert result.launched <= 30
     # Proposals changed the incumbent a few settings at a time, never more than allowed.
@@ -165,8 +165,6 @@ def test_the_plateau_waits_for_a_pending_confirmation_then_drops_passengers(
         runner.launched
     )
     assert result.stop_reason == "plateau"
-    answer = report.best_report(storage, "d")
-    assert answer["keep_defaults"] is False
-    assert {k: v for k, v in answer["recommended"]["params"].items() if v != "default"} == {
-        "P": "good"
-    }
+    answer = best_report(storage, "d")
+    assert answer.keep_defaults is False
+    assert answer.recommended.changed == {"P": "good"}

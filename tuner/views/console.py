@@ -8,11 +8,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from tuner.space.spec import load_space
 from tuner.events import SweepObserver
+from tuner.space.spec import load_space
+from tuner.study.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions
-from tuner.study.sweep import SweepResult, run_sweep
 
 
 class MessageObserver(SweepObserver):

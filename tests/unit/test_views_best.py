@@ -1,0 +1,158 @@
+"""`tuner best` on a hand-made study: keep the defaults, or a real gain; and its JSON contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
+from tuner.errors import ConfigError, StoreError
+from tuner.views.best import best_report, print_best
+from tuner.views.deploy import deployment_text
+
+FAST = {"NCCL_PROTO": "LL", "compilation": 3}
+GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
+
+
+def _json(console: Console) -> dict[str, Any]:
+    """What a recording console printed, parsed as one JSON object."""
+    return dict(json.loads(console.export_text()))
+
+
+def test_noise_sized_gain_means_keep_the_defaults(tmp_path: Path) -> None:
+    # 81.9 vs 81.4: the published NCCL tuning that was noise.
+    tuned = {"NCCL_PROTO": "LL"}
+    storage = hand_study(
+        tmp_path,
+        [BASELINE, BASELINE_AGAIN, (tuned, [81.9, 82.0, 81.8]), (tuned, [81.6, 81.8, 81.9])],
+    )
+    answer = best_report(storage, "hand")
+    assert answer.keep_defaults is True
+    assert answer.recommended is not None and answer.baseline is not None
+    assert answer.recommended.params == {"NCCL_PROTO": "default", "compilation": "default"}
+    assert answer.recommended.env == {} and answer.recommended.args == ()
+    assert "keep the defaults" in (answer.recommended.reason or "")
+    assert answer.baseline.launches == 2
+    assert answer.gain_vs_baseline is None
+    assert answer.trials.to_json() == {"complete": 4, "failed": 0, "pruned": 0, "running": 0}
+
+
+def test_a_confirmed_real_gain_is_recommended_with_its_deployment(tmp_path: Path) -> None:
+    answer = best_report(hand_study(tmp_path, GAIN), "hand")
+    assert answer.keep_defaults is False
+    rec = answer.recommended
+    assert rec is not None
+    assert rec.env == {"NCCL_PROTO": "LL"} and rec.args == ("-O3",)
+    assert rec.value == pytest.approx(88.15, abs=0.01)
+    assert answer.gain_vs_baseline is not None and answer.gain_vs_baseline.verdict == "better"
+    assert deployment_text(rec, "env").splitlines() == [
+        f"# tuner: trial {rec.trial}",
+        "NCCL_PROTO=LL",
+    ]
+    assert deployment_text(rec, "systemd").splitlines() == [
+        "[Service]",
+        'Environment="NCCL_PROTO=LL"',
+        "# append to ExecStart: -O3",
+    ]
+    assert deployment_text(rec, "args") == "-O3"
+
+    console = Console(record=True, width=200)
+    print_best(answer, "json", console)
+    assert _json(console)["recommended"]["trial"] == rec.trial
+
+    console = Console(record=True, width=200)
+    print_best(answer, "systemd", console)
+    assert console.export_text().splitlines()[1] == 'Environment="NCCL_PROTO=LL"'
+
+
+def test_simplest_equivalent_configuration_is_recommended(tmp_path: Path) -> None:
+    two_changes = {"NCCL_PROTO": "LL", "compilation": 3}
+    one_change = {"compilation": 3}
+    storage = hand_study(
+        tmp_path,
+        [
+            BASELINE,
+            BASELINE_AGAIN,
+            (two_changes, [88.2, 88.4, 88.3]),
+            (two_changes, [88.1, 88.3, 88.2]),
+            (one_change, [88.0, 88.1, 88.2]),
+            (one_change, [88.1, 87.9, 88.0]),
+        ],
+    )
+    answer = best_report(storage, "hand")
+    assert answer.best is not None and answer.best.params["NCCL_PROTO"] == "LL"
+    assert answer.recommended is not None
+    assert answer.recommended.params == {"NCCL_PROTO": "default", "compilation": 3}
+
+
+def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
+    tmp_path: Path,
+) -> None:
+    console = Console(record=True, width=200)
+    print_best(best_report(hand_study(tmp_path, GAIN), "hand"), "json", console)
+    answer = _json(console)
+    assert list(answer) == [
+        "study",
+        "metric",
+        "direction",
+        "concurrency",
+        "confidence",
+        "best",
+        "recommended",
+        "baseline",
+        "noise",
+        "stop_reason",
+        "stop_detail",
+        "trials",
+        "keep_defaults",
+        "gain_vs_baseline",
+    ]
+    entry_keys = ["trial", "trials", "config", "params", "env", "args", "value", "stderr"]
+    entry_keys += ["interval", "launches"]
+    assert list(answer["best"]) == entry_keys == list(answer["baseline"])
+    assert list(answer["recommended"]) == [*entry_keys, "reason"]
+    assert answer["recommended"]["args"] == ["-O3"] and answer["best"]["trials"] == [2, 3]
+    low, high = answer["recommended"]["interval"]
+    assert low < answer["recommended"]["value"] < high
+    assert answer["baseline"]["params"] == {"NCCL_PROTO": "default", "compilation": "default"}
+    assert list(answer["trials"]) == ["complete", "failed", "pruned", "running"]
+    assert list(answer["gain_vs_baseline"]) == ["rel_diff", "ci_low", "ci_high", "verdict"]
+    assert {"n_configs", "rel_sd", "text"} <= set(answer["noise"])
+    assert answer["noise"]["n_configs"] == 2
+
+
+def test_without_a_completed_trial_there_is_nothing_to_deploy(tmp_path: Path) -> None:
+    answer = best_report(hand_study(tmp_path, [({}, None)]), "hand")
+    assert answer.best is answer.recommended is answer.baseline is None
+    assert answer.trials.failed == 1
+    as_json = answer.to_json()
+    assert "keep_defaults" not in as_json and "gain_vs_baseline" not in as_json
+    with pytest.raises(StoreError, match="has no completed trial yet"):
+        print_best(answer, "env", Console())
+    console = Console(record=True, width=200)
+    print_best(answer, "table", console)
+    assert "Trials: 0 complete, 1 failed, 0 pruned. Stopped: not yet" in console.export_text()
+
+
+def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> None:
+    console = Console(record=True, width=200)
+    print_best(best_report(hand_study(tmp_path, GAIN), "hand"), "table", console)
+    text = console.export_text()
+    assert "hand: output_throughput at concurrency 1 (maximize)" in text
+    assert "95% interval" in text
+    rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
+    assert "NCCL_PROTO=LL compilation=3" in rows["recommended"]
+    assert "(defaults)" in rows["baseline"]
+    assert "Deploy with:  tuner best --format env | systemd | args" in text
+
+
+def test_unknown_study_and_format_errors_are_clear(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, [BASELINE])
+    with pytest.raises(StoreError, match="no study named 'other'"):
+        best_report(storage, "other")
+    with pytest.raises(ConfigError, match="--format 'xml'"):
+        print_best(best_report(storage, "hand"), "xml", Console())

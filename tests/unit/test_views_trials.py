@@ -1,0 +1,85 @@
+"""`tuner trials` and `tuner show N` on a hand-made study with a failed trial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from tests.unit.views_helpers import BASELINE, FAILED_REASON, hand_study
+from tuner.errors import StoreError
+from tuner.storage.store import Store
+from tuner.views.trials import print_trial, print_trials, trial_detail, trials_rows
+
+STUDY = [BASELINE, ({"NCCL_PROTO": "LL"}, [82.0, 82.1]), ({"compilation": 0}, None)]
+
+
+def test_each_trial_is_a_row_with_its_launch_facts_or_its_failure(tmp_path: Path) -> None:
+    rows = trials_rows(hand_study(tmp_path, STUDY), "hand")
+    assert [(r.number, r.state, r.role) for r in rows] == [
+        (0, "complete", "baseline"),
+        (1, "complete", "search"),
+        (2, "fail", "search"),
+    ]
+    assert rows[0].changed == {} and rows[1].changed == {"NCCL_PROTO": "LL"}
+    assert rows[1].value == pytest.approx(82.05)
+    assert rows[2].value is None and rows[2].seconds_to_healthy is None
+    assert rows[2].reason == FAILED_REASON
+    assert list(rows[2].to_json()) == [
+        "number",
+        "state",
+        "role",
+        "changed",
+        "value",
+        "stderr",
+        "seconds_to_healthy",
+        "reason",
+    ]
+
+
+def test_the_trials_table_shows_defaults_values_and_why_a_trial_failed(tmp_path: Path) -> None:
+    console = Console(record=True, width=200)
+    print_trials(hand_study(tmp_path, STUDY), "hand", console)
+    lines = {
+        line.split("│")[1].strip(): line
+        for line in console.export_text().splitlines()
+        if "│" in line
+    }
+    assert "(defaults)" in lines["0"] and "81.37" in lines["0"]
+    assert "NCCL_PROTO=LL" in lines["1"] and "82.05" in lines["1"]
+    assert "compilation=0" in lines["2"] and FAILED_REASON in lines["2"]
+
+
+def test_show_prints_the_command_env_and_levels_of_one_launch(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    store = Store(storage)
+    launch = store.launch_for_trial("hand", 1)
+    assert launch is not None
+    summary: dict[str, Any] = {
+        "concurrency": 4,
+        "completed": 8,
+        "errors": 0,
+        "output_throughput": 412.5,
+    }
+    summary |= {"ttft_ms": {"p50": 12.34}}  # the other latency families are missing: "-"
+    store.add_level(launch.id, round_index=0, summary=summary, requests=[])
+
+    detail = trial_detail(storage, "hand", 1)
+    assert detail.launch.trial_number == 1 and len(detail.levels) == 1
+    console = Console(record=True, width=200)
+    print_trial(storage, "hand", 1, console)
+    text = console.export_text()
+    assert "Trial 1 (search) status complete" in text
+    assert "command: srv" in text and "env: NCCL_PROTO=LL" in text
+    level = next(line for line in text.splitlines() if "412.5" in line)
+    assert [cell.strip() for cell in level.split("│")[1:-1]] == [
+        "0", "4", "8", "0", "412.5", "12.3", "-", "-", "-", "",
+    ]  # fmt: skip
+
+
+def test_show_of_a_trial_that_never_launched_says_so(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    with pytest.raises(StoreError, match="trial 2 of 'hand' never launched a server"):
+        trial_detail(storage, "hand", 2)

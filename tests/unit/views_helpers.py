@@ -1,0 +1,79 @@
+"""A hand-made stored study for the views' tests: known params and per-round values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import TrialState
+
+from tuner.space.settings import settings_from_params
+from tuner.space.spec import load_space
+from tuner.storage.store import Store
+from tuner.study.attrs import PARAMS as PARAMS_ATTR
+from tuner.study.attrs import REASON as REASON_ATTR
+from tuner.study.attrs import ROLE as ROLE_ATTR
+
+SPACE = {
+    "study": "hand",
+    "server": {"command": ["srv", "--port", "{port}"]},
+    "params": {
+        "NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "Simple"]},
+        "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]},
+    },
+    "stop": {"min_gain": 0.01, "confidence": 0.95, "confirmations": 1},
+}
+
+Launch = tuple[Mapping[str, Any], Sequence[float] | None]
+"""A trial of a hand-made study: its changed params and per-round values (None: failed)."""
+
+BASELINE: Launch = ({}, [81.4, 81.2, 81.5])
+BASELINE_AGAIN: Launch = ({}, [81.0, 81.3, 81.1])
+FAILED_REASON = "refused before launch"
+
+
+def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
+    """A stored study 'hand' whose trials launch these params; its storage URL.
+
+    Each entry is (changed params, per-round objective values); values None make a
+    trial that failed before any launch (no launch row; its reason FAILED_REASON).
+    """
+    path = tmp_path / "hand.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    space = load_space(path)
+    storage = f"sqlite:///{tmp_path}/e.db"
+    store = Store(storage)
+    store.ensure_study("hand", space_path=str(path), space_text=path.read_text())
+    optuna_storage = optuna.storages.RDBStorage(storage)
+    study = optuna.create_study(storage=optuna_storage, study_name="hand", direction="maximize")
+    study_id = optuna_storage.get_study_id_from_name("hand")
+    for params, rounds in launches:
+        settings = settings_from_params(space.spec, params)
+        trial = study.ask()
+        trial.set_user_attr(PARAMS_ATTR, dict(settings.params))
+        trial.set_user_attr(ROLE_ATTR, "baseline" if not settings.changed else "search")
+        if rounds is None:
+            trial.set_user_attr(REASON_ATTR, FAILED_REASON)
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        launch_id = store.add_launch(
+            study="hand",
+            trial_id=optuna_storage.get_trial_id_from_study_id_trial_number(study_id, trial.number),
+            trial_number=trial.number,
+            role="search",
+            config_hash=settings.config_hash,
+            params=dict(settings.params),
+            env=settings.env,
+            argv=["srv"],
+        )
+        store.update_launch(
+            launch_id,
+            status="complete",
+            objective_rounds=rounds,
+            objective_mean=sum(rounds) / len(rounds),
+        )
+        study.tell(trial, sum(rounds) / len(rounds))
+    return storage

@@ -1,0 +1,286 @@
+"""`tuner best`: the answer of a study, as typed data and as a table, JSON or deployment text.
+
+``best_report`` reads the stored launches through study.analysis (never optuna's
+``best_trial``: one configuration has several launches) and returns a BestReport:
+the best, the recommended (simplest within noise of the best) and the baseline
+configuration, the noise, the stop reason and the trial counts. ``BestReport.to_json``
+is the JSON contract of `tuner best --format json` (docs/architecture.md, DESIGN.md);
+its keys and their order are what scripts read, so change them only on purpose.
+``print_best`` renders the report in one of FORMATS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from optuna.trial import TrialState
+from rich.console import Console
+from rich.table import Table
+
+from tuner import stats
+from tuner.errors import ConfigError, StoreError
+from tuner.space.settings import changed_from_defaults, settings_from_params
+from tuner.space.spec import Scalar, Space
+from tuner.study import analysis
+from tuner.views.deploy import DEPLOY_FORMATS, deployment_text
+from tuner.views.study_access import open_study
+
+FORMATS = ("table", "json", *DEPLOY_FORMATS)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One configuration of the answer: its settings and its pooled estimate."""
+
+    trial: int | None
+    """The first trial that launched it (the one to name); None only without trials."""
+    trials: tuple[int, ...]
+    config: str
+    """The configuration's hash (Settings.config_hash)."""
+    params: Mapping[str, Scalar]
+    """Every param of the space, ``default`` included."""
+    env: Mapping[str, str]
+    args: tuple[str, ...]
+    value: float
+    stderr: float
+    interval: tuple[float, float] | None
+    """The confidence interval of ``value``; None while it is unbounded."""
+    launches: int
+    reason: str | None = None
+    """Why it is recommended; set on the recommended entry only."""
+
+    @property
+    def changed(self) -> dict[str, Scalar]:
+        """The params not at ``default``."""
+        return changed_from_defaults(self.params)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "trial": self.trial,
+            "trials": list(self.trials),
+            "config": self.config,
+            "params": dict(self.params),
+            "env": dict(self.env),
+            "args": list(self.args),
+            "value": self.value,
+            "stderr": self.stderr,
+            "interval": list(self.interval) if self.interval is not None else None,
+            "launches": self.launches,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """How many optuna trials ended in each state."""
+
+    complete: int
+    failed: int
+    pruned: int
+    running: int
+
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class GainVsBaseline:
+    """The recommended configuration against the baseline (relative to the baseline)."""
+
+    rel_diff: float
+    ci_low: float
+    ci_high: float
+    verdict: stats.Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BestReport:
+    """The answer of `tuner best`."""
+
+    study: str
+    metric: str
+    direction: stats.Direction
+    concurrency: int
+    confidence: float
+    best: ConfigEntry | None
+    recommended: ConfigEntry | None
+    baseline: ConfigEntry | None
+    noise: stats.NoiseEstimate | None
+    stop_reason: str | None
+    stop_detail: str | None
+    trials: TrialCounts
+    keep_defaults: bool | None = None
+    """Whether the recommendation is the defaults; None while nothing is recommended."""
+    gain_vs_baseline: GainVsBaseline | None = None
+    """Set when a configuration other than the baseline is recommended."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of `tuner best --format json` (optional keys only when set)."""
+        out: dict[str, Any] = {
+            "study": self.study,
+            "metric": self.metric,
+            "direction": self.direction,
+            "concurrency": self.concurrency,
+            "confidence": self.confidence,
+            "best": _entry_json(self.best),
+            "recommended": _entry_json(self.recommended),
+            "baseline": _entry_json(self.baseline),
+            "noise": noise_json(self.noise),
+            "stop_reason": self.stop_reason,
+            "stop_detail": self.stop_detail,
+            "trials": self.trials.to_json(),
+        }
+        if self.keep_defaults is not None:
+            out["keep_defaults"] = self.keep_defaults
+        if self.gain_vs_baseline is not None:
+            out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
+        return out
+
+
+def _entry_json(entry: ConfigEntry | None) -> dict[str, Any] | None:
+    return entry.to_json() if entry is not None else None
+
+
+def noise_json(noise: stats.NoiseEstimate | None) -> dict[str, Any] | None:
+    """The noise estimate as JSON: its fields, ``rel_sd`` and a sentence ``text``.
+
+    The same shape as StudyAnalysis.noise_dict (what the sweep stores), or None.
+    """
+    if noise is None:
+        return None
+    return {**dataclasses.asdict(noise), "rel_sd": noise.rel_sd, "text": noise.describe()}
+
+
+def best_report(storage: str, study: str) -> BestReport:
+    """The answer of ``study``: best, recommended and baseline, with noise and trial counts."""
+    opened = open_study(storage, study)
+    space = opened.space
+    result = analysis.analyze(opened.store, space)
+    states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
+    row = opened.store.study(study)
+    rec = result.recommendation()
+    best = result.configs.get(rec.best) if rec else None
+    recommended = result.configs.get(rec.recommended) if rec else None
+    baseline = result.baseline
+    recommended_entry = config_entry(space, recommended)
+    keep_defaults = None
+    if recommended_entry is not None and rec is not None:
+        recommended_entry = dataclasses.replace(recommended_entry, reason=rec.reason)
+        keep_defaults = baseline is not None and rec.recommended == baseline.config_hash
+    gain = None
+    if recommended is not None and baseline is not None and recommended is not baseline:
+        cmp = result.compare(recommended, baseline)
+        gain = GainVsBaseline(
+            rel_diff=cmp.rel_diff, ci_low=cmp.ci_low, ci_high=cmp.ci_high, verdict=cmp.verdict
+        )
+    return BestReport(
+        study=study,
+        metric=space.spec.objective.metric,
+        direction=space.spec.direction,
+        concurrency=space.spec.objective_concurrency,
+        confidence=space.spec.stop.confidence,
+        best=config_entry(space, best),
+        recommended=recommended_entry,
+        baseline=config_entry(space, baseline),
+        noise=result.noise,
+        stop_reason=row.stop_reason if row else None,
+        stop_detail=row.stop_detail if row else None,
+        trials=TrialCounts(
+            complete=states.count(TrialState.COMPLETE),
+            failed=states.count(TrialState.FAIL),
+            pruned=states.count(TrialState.PRUNED),
+            running=states.count(TrialState.RUNNING),
+        ),
+        keep_defaults=keep_defaults,
+        gain_vs_baseline=gain,
+    )
+
+
+def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEntry | None:
+    """The entry of one analysed configuration, with the env and args it deploys as."""
+    if config is None:
+        return None
+    settings = settings_from_params(space.spec, config.params)
+    return ConfigEntry(
+        trial=config.trials[0] if config.trials else None,
+        trials=tuple(config.trials),
+        config=config.config_hash,
+        params=dict(settings.params),
+        env=dict(settings.env),
+        args=tuple(settings.args),
+        value=config.estimate.mean,
+        stderr=config.estimate.se,
+        interval=_interval(config, space.spec.stop.confidence),
+        launches=len(config.launches),
+    )
+
+
+def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, float] | None:
+    """The confidence interval of the configuration's mean; None while it is unbounded."""
+    low, high = config.estimate.interval(confidence)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return (low, high)
+
+
+def print_best(report: BestReport, fmt: str, console: Console) -> None:
+    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    rec = report.recommended
+    if fmt == "json":
+        console.print_json(json.dumps(report.to_json(), default=str))
+        return
+    if fmt in DEPLOY_FORMATS:
+        if rec is None:
+            raise StoreError(f"study {report.study!r} has no completed trial yet")
+        console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
+        return
+    console.print(_best_table(report))
+    if report.noise is not None:
+        console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
+    if rec is not None:
+        console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
+        if not report.keep_defaults:
+            console.print("Deploy with:  tuner best --format env | systemd | args")
+    t = report.trials
+    console.print(
+        f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "
+        f"Stopped: {report.stop_reason or 'not yet'}"
+        + (f" — {report.stop_detail}" if report.stop_detail else "")
+    )
+
+
+def _best_table(report: BestReport) -> Table:
+    table = Table(
+        title=f"{report.study}: {report.metric} at concurrency "
+        f"{report.concurrency} ({report.direction})"
+    )
+    for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
+        table.add_column(col)
+    for label, entry in (
+        ("best", report.best),
+        ("recommended", report.recommended),
+        ("baseline", report.baseline),
+    ):
+        if entry is None:
+            continue
+        table.add_row(
+            label,
+            str(entry.trial),
+            f"{entry.value:.4g}",
+            "[{:.4g}, {:.4g}]".format(*entry.interval) if entry.interval else "-",
+            str(entry.launches),
+            " ".join(f"{k}={v}" for k, v in entry.changed.items()) or "(defaults)",
+        )
+    return table

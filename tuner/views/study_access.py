@@ -1,0 +1,75 @@
+"""Finding and opening a stored study for the read-only commands (`best`, `trials`, ...).
+
+Which study the user means (``--study``, the space file's, or the only one stored),
+the space it ran with as stored (so answers survive later edits of the file), and
+the tuner store, space and optuna study opened together, each failure a StoreError
+or ConfigError that says what to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+import yaml
+
+from tuner.errors import ConfigError, StoreError
+from tuner.space.spec import Space, load_space, parse_space
+from tuner.storage.store import Store
+
+
+@dataclass(frozen=True)
+class StoredStudy:
+    """A study opened for reading: tuner's tables, its stored space, and optuna's study."""
+
+    store: Store
+    space: Space
+    optuna_study: optuna.Study
+
+
+def resolve_study(storage: str, study: str | None, space: Path | None) -> str:
+    """The study the user means: --study, else the space file's, else the only one stored."""
+    if study:
+        return study
+    if space is not None:
+        return load_space(space).study_name
+    names = [s.study_name for s in _all_studies(storage)]
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise StoreError(f"{storage}: no study yet; run `tuner run --space FILE` first")
+    raise ConfigError(f"{storage} holds several studies ({', '.join(names)}): pass --study NAME")
+
+
+def _all_studies(storage: str) -> list[optuna.study.StudySummary]:
+    # optuna would create an empty database at a mistyped path; say so instead.
+    if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).exists():
+        raise StoreError(
+            f"{storage}: no such database; run `tuner run` here first or pass --storage URL"
+        )
+    try:
+        return optuna.get_all_study_summaries(storage=storage, include_best_trial=False)
+    except Exception as exc:  # optuna raises several storage-specific errors
+        raise StoreError(f"cannot read studies from {storage}: {exc}") from exc
+
+
+def stored_space(store: Store, study: str) -> Space:
+    """The space the study ran with, as stored (so answers survive edits of the file)."""
+    row = store.study(study)
+    if row is None or not row.space_text:
+        raise StoreError(f"{store.url}: no study named {study!r} was run by tuner here")
+    return parse_space(
+        yaml.safe_load(row.space_text), Path(row.space_path or f"{study}.yaml")
+    ).model_copy(update={"study_name": study})
+
+
+def open_study(storage: str, study: str) -> StoredStudy:
+    """The store, the stored space and the optuna study of ``study`` in ``storage``."""
+    store = Store(storage)
+    space = stored_space(store, study)
+    try:
+        optuna_study = optuna.load_study(study_name=study, storage=storage)
+    except KeyError as exc:
+        raise StoreError(f"{storage}: no optuna study named {study!r}") from exc
+    return StoredStudy(store=store, space=space, optuna_study=optuna_study)

@@ -1,0 +1,201 @@
+"""`tuner trials` and `tuner show N`: the study's trials one line each, and one trial in full.
+
+``trials_rows`` joins each optuna trial with its stored launch (state, role, changed
+params, objective, load time, why it failed); ``trial_detail`` gathers one launch
+with its levels and the study's inventory. The ``print_*`` functions render them
+with rich.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tuner.errors import StoreError
+from tuner.space.settings import changed_from_defaults
+from tuner.space.spec import Scalar
+from tuner.storage.tables import LaunchRow, LevelRow
+from tuner.study.attrs import PARAMS as PARAMS_ATTR
+from tuner.study.attrs import REASON as REASON_ATTR
+from tuner.study.attrs import ROLE as ROLE_ATTR
+from tuner.views.study_access import open_study
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One optuna trial with the facts of its launch (None where it never launched)."""
+
+    number: int
+    state: str
+    """optuna's state in lower case: complete, fail, pruned, running, waiting."""
+    role: str
+    changed: Mapping[str, Scalar]
+    """The params not at ``default``."""
+    value: float | None
+    stderr: float | None
+    seconds_to_healthy: float | None
+    reason: str | None
+    """Why the trial failed or was pruned, as the sweep or the launch recorded it."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "state": self.state,
+            "role": self.role,
+            "changed": dict(self.changed),
+            "value": self.value,
+            "stderr": self.stderr,
+            "seconds_to_healthy": self.seconds_to_healthy,
+            "reason": self.reason,
+        }
+
+
+def trials_rows(storage: str, study: str) -> list[TrialRow]:
+    """One row per optuna trial, in trial order."""
+
+    opened = open_study(storage, study)
+    launches = {r.trial_number: r for r in opened.store.launches(study)}
+    rows = []
+    for t in opened.optuna_study.get_trials(deepcopy=False):
+        params = t.user_attrs.get(PARAMS_ATTR) or {}
+        launch = launches.get(t.number)
+        rows.append(
+            TrialRow(
+                number=t.number,
+                state=t.state.name.lower(),
+                role=t.user_attrs.get(ROLE_ATTR, "search"),
+                changed=changed_from_defaults(params),
+                value=t.value,
+                stderr=launch.objective_se if launch else None,
+                seconds_to_healthy=launch.seconds_to_healthy if launch else None,
+                reason=t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
+            )
+        )
+    return rows
+
+
+def print_trials(storage: str, study: str, console: Console) -> None:
+    """The table of `tuner trials`."""
+    table = Table(title=f"trials of {study}")
+    for col in ("#", "state", "role", "value", "± s.e.", "load s", "changed params / reason"):
+        table.add_column(col, overflow="fold")
+    for r in trials_rows(storage, study):
+        changed = " ".join(f"{k}={v}" for k, v in r.changed.items()) or "(defaults)"
+        detail = changed if r.state == "complete" else f"{changed}  [red]{r.reason or ''}[/]"
+        table.add_row(
+            str(r.number),
+            r.state,
+            r.role,
+            f"{r.value:.4g}" if r.value is not None else "-",
+            f"{r.stderr:.2g}" if r.stderr is not None else "-",
+            f"{r.seconds_to_healthy:.1f}" if r.seconds_to_healthy is not None else "-",
+            detail,
+        )
+    console.print(table)
+
+
+@dataclass(frozen=True)
+class TrialDetail:
+    """Everything stored about one trial's launch, and the inventory of its study."""
+
+    launch: LaunchRow
+    levels: tuple[LevelRow, ...]
+    inventory: Mapping[str, Any] | None
+    """The study's stored Inventory.to_dict(), if one was taken."""
+
+
+def trial_detail(storage: str, study: str, number: int) -> TrialDetail:
+    """The launch of trial ``number``; StoreError when that trial never launched a server."""
+    opened = open_study(storage, study)
+    launch = opened.store.launch_for_trial(study, number)
+    if launch is None:
+        raise StoreError(
+            f"trial {number} of {study!r} never launched a server (see `tuner trials`)"
+        )
+    row = opened.store.study(study)
+    return TrialDetail(
+        launch=launch,
+        levels=tuple(opened.store.levels(launch.id)),
+        inventory=row.inventory if row else None,
+    )
+
+
+LEVEL_COLUMNS = (
+    "round",
+    "conc",
+    "done",
+    "err",
+    "tok/s",
+    "ttft p50",
+    "tpot p50",
+    "itl p99",
+    "e2el p99",
+    "flag",
+)
+
+
+def print_trial(storage: str, study: str, number: int, console: Console) -> None:
+    """`tuner show N`: command, env, levels, cleanup, log tail, and the inventory."""
+    detail = trial_detail(storage, study, number)
+    launch = detail.launch
+    console.print(
+        f"[bold]Trial {number}[/] ({launch.role}) status {launch.status}"
+        + (f": {launch.reason}" if launch.reason else "")
+    )
+    console.print(f"command: {shlex.join(launch.argv)}", highlight=False, soft_wrap=True)
+    console.print(
+        f"env: {' '.join(f'{k}={v}' for k, v in launch.env.items()) or '-'}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if launch.unset_env:
+        console.print(f"unset: {' '.join(launch.unset_env)}", highlight=False)
+    console.print(
+        f"pid {launch.pid} on {launch.host}; healthy after "
+        f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}"
+    )
+    if detail.levels:
+        console.print(_levels_table(detail.levels))
+    if launch.cleanup:
+        console.print(
+            f"cleanup: {'clean' if launch.cleanup_ok else 'INCOMPLETE'} "
+            f"{'; '.join(launch.cleanup.get('problems') or [])}"
+        )
+    if launch.log_tail:
+        console.print("[bold]log tail[/]")
+        console.print("\n".join(launch.log_tail.splitlines()[-20:]), markup=False, highlight=False)
+    if detail.inventory:
+        from tuner.telemetry import render_inventory_dict
+
+        console.print(render_inventory_dict(detail.inventory))
+
+
+def _levels_table(levels: tuple[LevelRow, ...]) -> Table:
+    table = Table(title="levels")
+    for col in LEVEL_COLUMNS:
+        table.add_column(col)
+    for lv in levels:
+        s = lv.summary
+        table.add_row(
+            str(lv.round),
+            str(lv.concurrency),
+            str(lv.completed),
+            str(lv.errors),
+            f"{lv.output_throughput or 0:.1f}",
+            _ms(s, "ttft_ms", "p50"),
+            _ms(s, "tpot_ms", "p50"),
+            _ms(s, "itl_ms", "p99"),
+            _ms(s, "e2el_ms", "p99"),
+            lv.flagged or "",
+        )
+    return table
+
+
+def _ms(summary: Mapping[str, Any], family: str, stat: str) -> str:
+    value = (summary.get(family) or {}).get(stat)
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "-"
