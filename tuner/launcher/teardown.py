@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 from tuner.launcher.gpu_hygiene import check_gpu_memory_back, device_file_holders
 from tuner.launcher.identity import MARKER_ENV
-from tuner.launcher.procfs import describe, environ_has, is_alive, read_stat, send_signal
+from tuner.launcher.procfs import (
+    describe,
+    environ_has,
+    is_alive,
+    read_stat,
+    send_signal,
+    zombie_note,
+)
 from tuner.launcher.shm import ShmTracker
 from tuner.launcher.spec import LaunchSpec
 from tuner.launcher.tree import ProcessTree, TerminateResult
@@ -29,7 +36,10 @@ from tuner.telemetry.gpu import GpuBackend
 class StopReport:
     """How a stop went. ``clean`` means ``problems`` is empty: every process exited on
     SIGTERM within the stop timeout, none survived, no shared memory was left behind
-    and the GPUs' memory came back (or was not checked: ``gpu_memory_ok`` None)."""
+    and the GPUs' memory came back (or was not checked: ``gpu_memory_ok`` None).
+
+    ``zombies`` had exited but their parent had not reaped them yet when the
+    stop ended: not running, not survivors, no problem; ``notes`` says so for each."""
 
     clean: bool
     exit_code: int | None
@@ -39,13 +49,15 @@ class StopReport:
     gpu_memory_ok: bool | None
     seconds: float
     problems: tuple[str, ...]
+    zombies: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line for a console or a log."""
         head = f"stopped in {self.seconds:.1f} s"
         if self.exit_code is not None:
             head += f" (exit code {self.exit_code})"
-        return head + (": clean" if self.clean else ": " + "; ".join(self.problems))
+        return head + ": " + "; ".join((self.problems or ("clean",)) + self.notes)
 
 
 NOTHING_TO_STOP = StopReport(
@@ -136,6 +148,7 @@ class Teardown:
             problems.extend(gpu_problems)
         exit_code = self._reap_leader()
         tree.session = None  # the leader's pid is released: its number is no longer ours
+        zombies = tree.zombies()  # after reaping the leader: tuner's own zombie is gone
         report = StopReport(
             clean=not problems,
             exit_code=exit_code,
@@ -145,6 +158,8 @@ class Teardown:
             gpu_memory_ok=gpu_ok,
             seconds=time.monotonic() - started,
             problems=tuple(problems),
+            zombies=tuple(sorted(zombies)),
+            notes=tuple(zombie_note(zombies[pid]) for pid in sorted(zombies)),
         )
         return report, pending
 
