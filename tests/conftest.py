@@ -4,8 +4,9 @@
 in ``os.environ``, so every process the test starts inherits it, even one that
 later re-parents to init or calls ``setsid``. After the test it looks for
 processes started during the test (our descendants, and anything carrying the
-marker), gives them a short grace period to exit, then kills them and fails the
-test. A test that started nothing pays a counter comparison: spawns are counted
+marker) that still run (a zombie does not: it has exited, only its parent has not
+reaped it yet), gives them a short grace period to exit, then kills them and fails
+the test. A test that started nothing pays a counter comparison: spawns are counted
 by an audit hook (subprocess, fork, posix_spawn, system) and a wrapper around
 ``_posixsubprocess.fork_exec`` (multiprocessing's spawn start method, which raises
 no audit event). Mark a test ``allow_leftover_processes`` to only clean up.
@@ -71,10 +72,19 @@ def _now_in_create_time_clock() -> float:
 
 
 def _started_during(marker: str, since: float) -> list[psutil.Process]:
+    """Processes started since ``since`` by this test (descendants, or carrying its
+    marker) that still run; a zombie (exited, not yet reaped by its parent) is no leftover."""
+    # Imported here, not at the top: a test that started nothing never needs it.
+    from tuner.launcher.procfs import environ_has, read_stat
+
+    def running(pid: int) -> bool:
+        stat = read_stat(pid)
+        return stat is not None and not stat.dead
+
     found: dict[int, psutil.Process] = {}
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.create_time() >= since and proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.create_time() >= since and running(proc.pid):
                 found[proc.pid] = proc
         except psutil.Error:
             pass
@@ -82,11 +92,8 @@ def _started_during(marker: str, since: float) -> list[psutil.Process]:
         created = proc.info["create_time"]
         if created is None or created < since or proc.pid in found:
             continue
-        try:
-            if proc.environ().get(TEST_ID_ENV) == marker and proc.status() != psutil.STATUS_ZOMBIE:
-                found[proc.pid] = proc
-        except psutil.Error:
-            pass
+        if environ_has(proc.pid, TEST_ID_ENV, marker) and running(proc.pid):
+            found[proc.pid] = proc
     return [proc for proc in found.values() if not _session_helper(proc)]
 
 

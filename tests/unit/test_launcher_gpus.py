@@ -9,8 +9,8 @@ import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
 from tuner.errors import LaunchError
-from tuner.telemetry.gpu import GpuProcess
 from tuner.launcher.gpu_hygiene import check_gpu_memory_back, ensure_gpus_idle, memory_snapshot
+from tuner.telemetry.gpu import GpuProcess
 
 NOT_VISIBLE = 2**31 - 3  # no such pid in our namespace
 
@@ -65,9 +65,7 @@ def test_memory_back_after_stop() -> None:
     gpu = FakeGpuBackend()
     baseline = memory_snapshot(gpu, None)
     gpu.memory_script[1] = [50_000.0, 10_000.0, 300.0]
-    ok, problems = check_gpu_memory_back(
-        gpu, baseline, tolerance_mib=512, timeout_s=2, poll_s=0.01
-    )
+    ok, problems = check_gpu_memory_back(gpu, baseline, tolerance_mib=512, timeout_s=2, poll_s=0.01)
     assert ok is True and problems == []
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import psutil
 
+from tests.processes import parent_of_a_zombie
 from tuner.launcher.identity import ProcessIdentity, identity_matches
 
 
@@ -55,3 +56,13 @@ def test_round_trip_through_a_dict() -> None:
     assert ProcessIdentity.from_dict(data) == identity
     legacy = {k: v for k, v in data.items() if k != "marker"}
     assert ProcessIdentity.from_dict(legacy).marker == ""
+
+
+def test_a_zombie_is_not_alive_and_is_known_as_exited_unreaped() -> None:
+    with parent_of_a_zombie() as (_, zombie):
+        identity = ProcessIdentity.capture(zombie, argv=["server"])
+        assert not identity.is_alive_same_process()
+        stat = identity.exited_unreaped()
+        assert stat is not None and stat.pid == zombie and stat.zombie
+        assert replace(identity, create_time=identity.create_time + 5).exited_unreaped() is None
+    assert me().exited_unreaped() is None  # a running process is not one

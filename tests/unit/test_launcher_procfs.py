@@ -1,10 +1,11 @@
-"""The /proc readers and the checked signal, on this process only."""
+"""The /proc readers and the checked signal: on this process, a zombie, a half-exited one."""
 
 from __future__ import annotations
 
 import os
 import signal
 
+from tests.processes import environ_with, main_thread_exited, parent_of_a_zombie, stat_of
 from tuner.launcher.procfs import (
     environ_has,
     is_alive,
@@ -13,6 +14,7 @@ from tuner.launcher.procfs import (
     proc_table,
     read_stat,
     send_signal,
+    zombie_note,
 )
 
 
@@ -52,3 +54,28 @@ def test_lineage_and_environ() -> None:
     assert environ_has(os.getpid(), name, value)
     assert not environ_has(os.getpid(), name, value + "-other")
     assert not environ_has(os.getpid(), name[:-1] or "x", value)
+
+
+def test_a_zombie_is_not_running_and_is_named_so() -> None:
+    with parent_of_a_zombie() as (parent, zombie):
+        stat = stat_of(zombie)
+        assert stat.zombie and stat.dead and stat.ppid == parent.pid
+        assert not is_alive(zombie, stat.start_ticks)
+        assert is_alive(parent.pid, stat_of(parent.pid).start_ticks)  # the parent runs
+        assert not stat_of(parent.pid).zombie
+        assert zombie_note(stat) == (
+            f"pid {zombie} exited, not yet reaped by its parent pid {parent.pid} (zombie)"
+        )
+
+
+def test_a_process_whose_main_thread_exited_still_runs() -> None:
+    # /proc shows Z for the exited leader thread; another thread still runs.
+    with main_thread_exited(env=environ_with("TUNER_TEST_MARK", "m1")) as proc:
+        stat = stat_of(proc.pid)
+        assert stat.state == "Z" and stat.threads_running
+        assert not stat.dead and not stat.zombie
+        assert is_alive(proc.pid, stat.start_ticks)
+        assert not proc_table()[proc.pid].dead
+        # The leader's environ went with it; a running thread's is read instead.
+        assert environ_has(proc.pid, "TUNER_TEST_MARK", "m1")
+        assert not environ_has(proc.pid, "TUNER_TEST_MARK", "m2")

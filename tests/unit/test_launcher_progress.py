@@ -104,7 +104,8 @@ def test_error_line_takes_a_wrapper_when_it_is_all_there_is() -> None:
         "Traceback (most recent call last):\n"
         "RuntimeError: Engine core initialization failed. See root cause above.\n"
     )
-    assert error_line(tail).startswith("RuntimeError: Engine core initialization failed")
+    line = error_line(tail)
+    assert line is not None and line.startswith("RuntimeError: Engine core initialization failed")
 
 
 def test_error_line_dotted_exception() -> None:

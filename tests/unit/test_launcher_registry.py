@@ -33,6 +33,7 @@ def test_signal_handlers_only_replace_defaults(monkeypatch: pytest.MonkeyPatch) 
     sigint = signal.getsignal(signal.SIGINT)
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
+
         def mine(signum: int, frame: object) -> None:
             pass
 

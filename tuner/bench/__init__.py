@@ -4,14 +4,15 @@
 concurrency or a Poisson rate, for a count or a duration) and returns a ``LevelResult``
 of ``RequestRecord``s; tuner/bench/summary.py summarises them as ``vllm bench serve`` does.
 The modules, one job each: ``sse`` (event framing and classification), ``http`` (the
-streaming transport), ``prompts``, ``load`` (what to send), ``runner`` (one process),
-``workers`` (several), ``measure`` (the entry points and the client's self-check).
+streaming transport: target and connection pool), ``http_protocol`` (one connection's
+request and response parsing), ``prompts``, ``load`` (what to send), ``level`` (one
+process), ``workers`` (several), ``measure`` (the entry points and the client's self-check).
 """
 
+from tuner.bench.level import LiveStats
 from tuner.bench.load import LoadSpec, load_from_benchmark_spec
 from tuner.bench.measure import discover_model, measure_level, measure_level_async
 from tuner.bench.records import ClientLag, LevelResult, RequestRecord
-from tuner.bench.level import LiveStats
 
 __all__ = [
     "ClientLag",

@@ -5,8 +5,9 @@ GPUs before it; ``reap_leftover`` stops a server a killed tuner left behind. The
 pieces, one job each: ``spec`` (what to run, ports), ``identity`` (who a process
 is), ``procfs`` (fast /proc reads, safe signals), ``tree`` (finding and stopping
 the process tree), ``logfile``/``progress`` (following the log), ``shm``
-(/dev/shm leftovers), ``gpus`` (GPU hygiene), ``registry`` (stop at exit),
-``server`` and ``reap``. See docs/launcher.md.
+(/dev/shm leftovers), ``gpu_hygiene`` (GPU hygiene), ``registry`` (stop at exit),
+``server`` (start and wait), ``teardown`` (the stop and its ``StopReport``) and
+``reap``. See docs/launcher.md.
 """
 
 from tuner.launcher.gpu_hygiene import check_gpu_memory_back, ensure_gpus_idle
@@ -14,8 +15,9 @@ from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
 from tuner.launcher.progress import LoadProgress, error_line, parse_progress
 from tuner.launcher.reap import reap_leftover
 from tuner.launcher.registry import stop_all
-from tuner.launcher.server import ServerProcess, StopReport
+from tuner.launcher.server import ServerProcess
 from tuner.launcher.spec import LaunchSpec, free_port, parse_visible_devices, port_in_use
+from tuner.launcher.teardown import StopReport
 
 __all__ = [
     "MARKER_ENV",

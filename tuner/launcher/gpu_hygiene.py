@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 
 from tuner.errors import LaunchError
-from tuner.telemetry.gpu import GpuBackend, GpuProcess
 from tuner.launcher.procfs import describe, paths_in_use, proc_table
+from tuner.telemetry.gpu import GpuBackend, GpuProcess
 
 logger = logging.getLogger("tuner.launcher")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from tuner.launcher.procfs import environ_has
+from tuner.launcher.procfs import ProcStat, environ_has, read_stat
 
 MARKER_ENV = "TUNER_LAUNCH_MARKER"
 """Set in the environment of every server tuner starts; its value is the launch id."""
@@ -70,16 +70,32 @@ class ProcessIdentity:
         """The pid exists on this host, is not a zombie, and is the process we started."""
         if self.pid <= 0 or self.hostname != socket.gethostname():
             return False
+        stat = read_stat(self.pid)
+        if stat is None or stat.dead:
+            return False
         try:
             proc = psutil.Process(self.pid)
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return False
             create_time = proc.create_time()
             cmdline = tuple(proc.cmdline())
         except psutil.Error:
             return False
         marked = bool(self.marker) and environ_has(self.pid, MARKER_ENV, self.marker)
         return identity_matches(self, create_time=create_time, cmdline=cmdline, marked=marked)
+
+    def exited_unreaped(self) -> ProcStat | None:
+        """The pid's stat if it is a zombie with our start time: this server exited and
+        its parent has not reaped it yet. None otherwise (running, gone, or recycled)."""
+        if self.pid <= 0 or self.hostname != socket.gethostname():
+            return None
+        stat = read_stat(self.pid)
+        if stat is None or not stat.zombie:
+            return None
+        try:
+            create_time = psutil.Process(self.pid).create_time()
+        except psutil.Error:
+            return None
+        # A zombie's command line and environment are gone: the start time must do.
+        return stat if abs(create_time - self.create_time) <= CREATE_TIME_TOLERANCE_S else None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values, for the launches table."""

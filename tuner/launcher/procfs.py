@@ -5,6 +5,13 @@ reads ``/proc/PID/stat`` directly instead of building a psutil object per proces
 A process is named by ``(pid, start_ticks)``: pids are recycled (``pid_max`` may be
 32768), the start time in clock ticks since boot is not, so every signal is sent
 only after checking both, through a pidfd where the kernel has them.
+
+A zombie (state Z: it has exited, its parent has not reaped it yet) is not running:
+it holds nothing but its pid, and signals do nothing to it, so it is never a member
+of a launch's tree nor a survivor of a stop; where tuner reports one it says so
+(``zombie_note``). /proc shows Z for the leader thread as soon as it exits, even while
+other threads of the process still run (``pthread_exit`` in main): such a process is
+running, and ``ProcStat.dead`` says so.
 """
 
 from __future__ import annotations
@@ -12,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
 
 PROC = Path("/proc")
-DEAD_STATES = frozenset("ZXx")  # zombie or dead: nothing left to signal
+DEAD_STATES = frozenset("ZXx")  # the thread exited: zombie (Z) or being released (X)
 
 
 @dataclass(frozen=True)
@@ -31,10 +38,17 @@ class ProcStat:
     pgrp: int
     session: int
     start_ticks: int
+    threads_running: bool = False  # the leader thread exited, another thread still runs
 
     @property
     def dead(self) -> bool:
-        return self.state in DEAD_STATES
+        """Exited (a zombie, or being released): not running, nothing left to signal."""
+        return self.state in DEAD_STATES and not self.threads_running
+
+    @property
+    def zombie(self) -> bool:
+        """Exited, and its parent has not reaped it yet: harmless, not running."""
+        return self.state == "Z" and not self.threads_running
 
 
 def parse_stat(text: str) -> ProcStat:
@@ -55,11 +69,33 @@ def parse_stat(text: str) -> ProcStat:
 
 def read_stat(pid: int) -> ProcStat | None:
     """The stat of one process, or None if it does not exist (any more)."""
+    stat = _read_stat_file(PROC / str(pid) / "stat")
+    if stat is not None and stat.state in DEAD_STATES and _other_thread_runs(pid):
+        stat = replace(stat, threads_running=True)
+    return stat
+
+
+def _read_stat_file(path: Path) -> ProcStat | None:
     try:
-        with open(PROC / str(pid) / "stat") as f:
+        with open(path) as f:
             return parse_stat(f.read())
     except (OSError, ValueError, IndexError):
         return None
+
+
+def _other_thread_runs(pid: int) -> bool:
+    # Only called for a process whose leader thread has exited, which is rare: the
+    # extra reads cost nothing on the scans of every process.
+    try:
+        tids = os.listdir(PROC / str(pid) / "task")
+    except OSError:
+        return False
+    for tid in tids:
+        if tid != str(pid):
+            stat = _read_stat_file(PROC / str(pid) / "task" / tid / "stat")
+            if stat is not None and stat.state not in DEAD_STATES:
+                return True
+    return False
 
 
 def proc_table() -> dict[int, ProcStat]:
@@ -78,9 +114,14 @@ def proc_table() -> dict[int, ProcStat]:
 
 
 def is_alive(pid: int, start_ticks: int) -> bool:
-    """The process (pid, start_ticks) still exists and is not a zombie."""
+    """The process (pid, start_ticks) still runs: it exists and is not a zombie."""
     stat = read_stat(pid)
     return stat is not None and stat.start_ticks == start_ticks and not stat.dead
+
+
+def zombie_note(stat: ProcStat) -> str:
+    """How reports name a zombie, so that it is not mistaken for a running process."""
+    return f"pid {stat.pid} exited, not yet reaped by its parent pid {stat.ppid} (zombie)"
 
 
 def own_lineage() -> frozenset[int]:
@@ -124,12 +165,24 @@ def send_signal(pid: int, start_ticks: int, sig: int) -> bool:
 
 def environ_has(pid: int, name: str, value: str) -> bool:
     """The process started with ``name=value`` in its environment."""
+    wanted = f"\0{name}={value}\0".encode()
     try:
         with open(PROC / str(pid) / "environ", "rb") as f:
-            data = b"\0" + f.read()
+            return wanted in b"\0" + f.read() + b"\0"
+    except OSError:
+        pass
+    # The leader thread exited (its environ is gone with it): ask a thread still running.
+    try:
+        tids = [tid for tid in os.listdir(PROC / str(pid) / "task") if tid != str(pid)]
     except OSError:
         return False
-    return f"\0{name}={value}\0".encode() in data + b"\0"
+    for tid in tids:
+        try:
+            with open(PROC / str(pid) / "task" / tid / "environ", "rb") as f:
+                return wanted in b"\0" + f.read() + b"\0"
+        except OSError:
+            continue
+    return False
 
 
 def describe(pid: int) -> str:

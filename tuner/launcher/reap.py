@@ -9,7 +9,9 @@ to ``reap_leftover``, which stops the server only if it is provably the same:
 - or, the leader being gone, processes carry the launch marker in their
   environment (workers orphaned when the leader died).
 
-A recycled pid (same number, other start time, no marker) is never touched.
+A recycled pid (same number, other start time, no marker) is never touched. A
+leader that exited but is not yet reaped by its parent (a zombie) is not running:
+there is nothing to stop, and the log says it is a zombie.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import socket
 
 from tuner.launcher.identity import ProcessIdentity
-from tuner.launcher.procfs import read_stat
+from tuner.launcher.procfs import read_stat, zombie_note
 from tuner.launcher.shm import ShmTracker
 from tuner.launcher.tree import ProcessTree
 
@@ -49,11 +51,12 @@ def reap_leftover(
             session=identity.pid if in_own_session else None,
             marker=identity.marker,
         )
-    elif identity.marker:
+    else:
+        _log_if_zombie(identity)
+        if not identity.marker:
+            return False
         tree = ProcessTree(leader=None, leader_ticks=None, session=None,
                            marker=identity.marker)  # fmt: skip
-    else:
-        return False
     members = tree.refresh(deep=True)
     if not members:
         return False
@@ -71,11 +74,19 @@ def reap_leftover(
     removed, _ = shm.cleanup()
     if result.survivors:
         logger.warning("still alive after SIGKILL: %s", sorted(result.survivors))
+    for stat in tree.zombies().values():
+        logger.info("%s: not running", zombie_note(stat))
     if removed:
         logger.info("removed leftover shared memory: %s", ", ".join(removed))
     if result.interrupted is not None:
         raise result.interrupted
     return True
+
+
+def _log_if_zombie(identity: ProcessIdentity) -> None:
+    stat = identity.exited_unreaped()
+    if stat is not None:
+        logger.info("leader %s: not running", zombie_note(stat))
 
 
 def _session_of(pid: int) -> int | None:

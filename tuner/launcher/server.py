@@ -4,10 +4,9 @@ Start: a new session (so Ctrl-C in tuner's terminal does not reach it and its
 whole tree can be found), output appended to the launch's log file, the launch
 marker in its environment, CPU affinity inherited from the spawning thread.
 Wait: poll ``/health`` from a thread while the caller's loop watches the process
-(exit noticed within ~0.1 s) and follows the log for progress. Stop: see
-``tree.py``; then shared memory, then the GPUs' memory. Every step that can fail
-says so in the ``StopReport`` instead of raising, because a stop runs in cleanup
-paths (``finally``, ``except KeyboardInterrupt``, ``atexit``).
+(exit noticed within ~0.1 s) and follows the log for progress. Stop: end the
+watcher, then ``teardown.py`` (the tree, shared memory, the GPUs' memory, the
+``StopReport``), then the log's footer. ``StopReport`` is re-exported from here.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -32,43 +30,23 @@ import httpx
 import psutil
 
 from tuner.errors import LaunchError
-from tuner.telemetry.gpu import GpuBackend
 from tuner.launcher import registry
-from tuner.launcher.gpu_hygiene import check_gpu_memory_back, device_file_holders, memory_snapshot
+from tuner.launcher.gpu_hygiene import memory_snapshot
 from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
 from tuner.launcher.logfile import LogFollower, read_tail
-from tuner.launcher.procfs import describe, environ_has, is_alive, read_stat, send_signal
+from tuner.launcher.procfs import describe, read_stat
 from tuner.launcher.progress import LoadProgress, error_line
 from tuner.launcher.shm import SHM_DIR, ShmTracker
 from tuner.launcher.spec import LaunchSpec, port_in_use, port_listeners
+from tuner.launcher.teardown import NOTHING_TO_STOP, StopReport, Teardown, peek_exit_code
 from tuner.launcher.tree import ProcessTree
+from tuner.telemetry.gpu import GpuBackend
+
+__all__ = ["WAIT_STEP_S", "ServerProcess", "StopReport"]
 
 logger = logging.getLogger("tuner.launcher")
 
 WAIT_STEP_S = 0.1  # how often wait_healthy looks at the process: the exit-detection latency
-
-
-@dataclass(frozen=True)
-class StopReport:
-    """How a stop went. ``clean`` means ``problems`` is empty: every process exited on
-    SIGTERM within the stop timeout, none survived, no shared memory was left behind
-    and the GPUs' memory came back (or was not checked: ``gpu_memory_ok`` None)."""
-
-    clean: bool
-    exit_code: int | None
-    sigkilled: tuple[int, ...]
-    survivors: tuple[int, ...]
-    shm_removed: tuple[str, ...]
-    gpu_memory_ok: bool | None
-    seconds: float
-    problems: tuple[str, ...]
-
-    def summary(self) -> str:
-        """One line for a console or a log."""
-        head = f"stopped in {self.seconds:.1f} s"
-        if self.exit_code is not None:
-            head += f" (exit code {self.exit_code})"
-        return head + (": clean" if self.clean else ": " + "; ".join(self.problems))
 
 
 class ServerProcess:
@@ -132,21 +110,9 @@ class ServerProcess:
     def exit_code(self) -> int | None:
         """The leader's exit status (negative: killed by that signal); None while it runs.
 
-        Read with WNOWAIT: the leader stays a zombie until stop() reaps it, so its pid
-        (which is also its session and group id) cannot be recycled meanwhile.
+        The leader stays a zombie until stop() reaps it (see ``peek_exit_code``).
         """
-        popen = self._popen
-        if popen is None:
-            return None
-        if popen.returncode is not None:
-            return popen.returncode
-        try:
-            info = os.waitid(os.P_PID, popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return popen.poll()
-        if info is None:
-            return None
-        return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        return peek_exit_code(self._popen) if self._popen is not None else None
 
     def is_running(self) -> bool:
         """Started, not stopped, and the leader has not exited."""
@@ -409,15 +375,12 @@ class ServerProcess:
             if self._report is not None:
                 return self._report
             if self._popen is None or self._tree is None:
-                self._report = StopReport(
-                    clean=True, exit_code=None, sigkilled=(), survivors=(), shm_removed=(),
-                    gpu_memory_ok=None, seconds=0.0, problems=(),
-                )  # fmt: skip
+                self._report = NOTHING_TO_STOP
                 return self._report
             return self._stop(self._tree)
 
     def _stop(self, tree: ProcessTree) -> StopReport:
-        spec = self.spec
+        assert self._popen is not None
         started = time.monotonic()
         pending: BaseException | None = None
         try:
@@ -429,63 +392,16 @@ class ServerProcess:
             logger.debug("shm observation failed", exc_info=True)
         except BaseException as exc:  # Ctrl-C already: no graceful wait, kill at once
             pending = exc
-        timeout_s = 0.0 if pending is not None else spec.stop_timeout_s
-        result = tree.terminate(timeout_s=timeout_s, kill_wait_s=spec.kill_wait_s)
-        pending = pending or result.interrupted
-        problems: list[str] = []
-        if result.sigkilled:
-            names = ", ".join(result.names.get(p, f"pid {p}") for p in result.sigkilled)
-            why = (
-                "the stop was interrupted, so they were killed at once"
-                if pending is not None
-                else f"they were still running {spec.stop_timeout_s:g} s after SIGTERM"
-            )
-            count = len(result.sigkilled)
-            problems.append(f"{count} process(es) killed with SIGKILL ({why}): {names}")
-        if result.survivors:
-            names = ", ".join(result.names.get(p, f"pid {p}") for p in result.survivors)
-            problems.append(
-                f"{len(result.survivors)} process(es) still exist {spec.kill_wait_s:g} s "
-                f"after SIGKILL: {names}"
-            )
-        try:
-            removed, shm_problems = self._shm.cleanup()
-        except Exception as exc:  # noqa: BLE001
-            removed, shm_problems = [], [f"could not clean /dev/shm: {exc}"]
-        if removed:
-            problems.append(
-                f"removed {len(removed)} shared-memory file(s) the server left behind: "
-                + ", ".join(removed)
-            )
-        problems.extend(shm_problems)
-        gpu_ok: bool | None = None
-        if pending is None:
-            try:
-                gpu_ok, gpu_problems = check_gpu_memory_back(
-                    self.gpu,
-                    self._gpu_baseline,
-                    tolerance_mib=spec.gpu_memory_tolerance_mib,
-                    timeout_s=spec.gpu_release_timeout_s,
-                    second_pass=self._second_pass,
-                )
-            except Exception as exc:  # noqa: BLE001 - a stop reports, it does not raise
-                gpu_ok, gpu_problems = False, [f"the GPU memory check failed: {exc}"]
-            except BaseException as exc:  # Ctrl-C here: report, re-raise after cleanup
-                pending = exc
-                gpu_problems = ["the GPU memory check was interrupted"]
-            problems.extend(gpu_problems)
-        exit_code = self._reap_leader()
-        tree.session = None  # the leader's pid is released: its number is no longer ours
-        report = StopReport(
-            clean=not problems,
-            exit_code=exit_code,
-            sigkilled=tuple(result.sigkilled) + tuple(self._extra_killed),
-            survivors=result.survivors,
-            shm_removed=tuple(removed),
-            gpu_memory_ok=gpu_ok,
-            seconds=time.monotonic() - started,
-            problems=tuple(problems),
+        teardown = Teardown(
+            self.spec,
+            popen=self._popen,
+            tree=tree,
+            shm=self._shm,
+            gpu=self.gpu,
+            gpu_baseline=self._gpu_baseline,
+            marker=self.marker,
         )
+        report, pending = teardown.run(started=started, pending=pending)
         self._report = report
         registry.unregister(self)
         self._append_footer(report)
@@ -494,48 +410,6 @@ class ServerProcess:
         if pending is not None:
             raise pending
         return report
-
-    def _reap_leader(self) -> int | None:
-        popen = self._popen
-        assert popen is not None
-        if self.exit_code() is None:
-            return None  # survived SIGKILL (stuck in the kernel): do not block on it
-        try:
-            popen.wait(timeout=self.spec.kill_wait_s)
-        except subprocess.TimeoutExpired:
-            return None
-        return popen.returncode
-
-    def _second_pass(self, gpus: list[int]) -> list[str]:
-        """Kill processes of this launch still holding the GPUs but missed by the tree
-        (from NVML and from holders of /dev/nvidia*); never anyone else's."""
-        tree, leader = self._tree, self._popen
-        if tree is None or leader is None or self.gpu is None:
-            return []
-        candidates: set[int] = set()
-        for index in gpus:
-            candidates.update(p.pid for p in self.gpu.compute_processes(index))
-        candidates |= device_file_holders(tree.leader_ticks or 0)
-        ours: dict[int, int] = {}
-        for pid in candidates:
-            stat = read_stat(pid)
-            if stat is None or stat.dead:
-                continue
-            # The leader is not reaped yet, so its session id cannot be someone else's.
-            if stat.session == leader.pid or environ_has(pid, MARKER_ENV, self.marker):
-                ours[pid] = stat.start_ticks
-        if not ours:
-            return []
-        names = {pid: describe(pid) for pid in ours}
-        killed = [pid for pid, ticks in ours.items() if send_signal(pid, ticks, signal.SIGKILL)]
-        deadline = time.monotonic() + self.spec.kill_wait_s
-        while time.monotonic() < deadline and any(is_alive(p, t) for p, t in ours.items()):
-            time.sleep(0.05)
-        self._extra_killed.extend(killed)
-        return [
-            f"a second pass killed {len(killed)} process(es) of this launch that still "
-            f"held the GPUs: {', '.join(names[p] for p in killed)}"
-        ] if killed else []  # fmt: skip
 
     def _append_footer(self, report: StopReport) -> None:
         try:

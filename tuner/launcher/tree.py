@@ -12,6 +12,10 @@ membership is the union of:
   keeps a setsid'd grandchild whose parent died;
 - on a deep scan, every process whose environment carries the launch marker.
 
+Members are running processes. A process of the launch that has exited but is not
+yet reaped by its parent (a zombie) is not a member and never a survivor; the tree
+keeps it aside (``zombies``) so that a report can say what it is.
+
 Stopping: SIGTERM to the leader (vLLM tears its workers down itself), SIGTERM to
 whatever remains once the leader is gone, SIGKILL to whatever is left after the
 stop timeout, then wait for the killed ones to disappear.
@@ -33,6 +37,7 @@ from tuner.launcher.procfs import (
     is_alive,
     own_lineage,
     proc_table,
+    read_stat,
     send_signal,
 )
 
@@ -66,6 +71,7 @@ class ProcessTree:
         self.session = session  # None: do not scan by session/group (pid not reserved)
         self.marker = marker
         self._members: dict[int, int] = {}  # pid -> start ticks
+        self._zombies: dict[int, int] = {}  # exited, not yet reaped: pid -> start ticks
         self._lock = threading.Lock()
         self._lineage = own_lineage()
 
@@ -83,6 +89,7 @@ class ProcessTree:
         table = proc_table()
         with self._lock:
             known = dict(self._members)
+            known_zombies = dict(self._zombies)
         roots: set[int] = set()
         for pid, ticks in known.items():
             stat = table.get(pid)
@@ -112,10 +119,29 @@ class ProcessTree:
             for pid in found
             if pid not in self._lineage and not table[pid].dead
         }
+        zombies = {pid: table[pid].start_ticks for pid in found if table[pid].zombie}
+        zombies.update(
+            (pid, ticks)
+            for pid, ticks in known_zombies.items()
+            if pid in table and table[pid].start_ticks == ticks and table[pid].zombie
+        )
         with self._lock:
             # Drop the dead and the recycled; keep the rest and the new ones.
             self._members = live
+            self._zombies = zombies
         return dict(live)
+
+    def zombies(self) -> dict[int, ProcStat]:
+        """Processes of the launch that exited and wait for their parent to reap them,
+        as of the last refresh, re-checked now (no rescan): pid -> stat."""
+        with self._lock:
+            zombies = dict(self._zombies)
+        now = {pid: read_stat(pid) for pid in zombies}
+        return {
+            pid: stat
+            for pid, stat in now.items()
+            if stat is not None and stat.start_ticks == zombies[pid] and stat.zombie
+        }
 
     def alive(self) -> dict[int, int]:
         """Members still alive, without a rescan."""
@@ -131,7 +157,8 @@ class ProcessTree:
 
         An interruption (Ctrl-C, SystemExit) during the graceful wait turns the stop
         into a fast one: everything is killed at once, and the exception is handed
-        back in the result for the caller to re-raise once cleanup is done.
+        back in the result for the caller to re-raise once cleanup is done. A last
+        scan at the end brings ``zombies`` up to date.
         """
         interrupted: BaseException | None = None
         names: dict[int, str] = {}
@@ -181,6 +208,7 @@ class ProcessTree:
                 if not survivors or time.monotonic() >= deadline:
                     break
                 time.sleep(POLL_S)
+            self.refresh()  # the processes that died since the kill rounds: their zombies
         except BaseException as exc:  # noqa: BLE001
             interrupted = interrupted or exc
             survivors = self.alive()
