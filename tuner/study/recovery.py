@@ -18,6 +18,7 @@ import psutil
 from optuna.trial import TrialState
 
 from tuner import launcher
+from tuner.launcher import procfs
 from tuner.events import SweepObserver
 from tuner.storage import LaunchStatus, Store
 from tuner.study import attrs
@@ -99,7 +100,8 @@ def _worker_running(trial: optuna.trial.FrozenTrial) -> bool:
 def worker_alive(worker: str) -> bool:
     """Whether the tuner process named ``host:pid:start`` (see worker_id) still runs.
 
-    This process never counts: a resumed run recovers its own earlier incarnation.
+    This process never counts: a resumed run recovers its own earlier incarnation. A
+    worker that exited and waits to be reaped (a zombie) is gone, not alive.
     """
     try:
         _, pid_text, start_text = worker.rsplit(":", 2)
@@ -111,6 +113,8 @@ def worker_alive(worker: str) -> bool:
     try:
         proc = psutil.Process(pid)
         running: bool = proc.is_running()
-        return running and abs(round(proc.create_time() * 100) - start) <= 100
+        same = abs(round(proc.create_time() * 100) - start) <= 100
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
+    stat = procfs.read_stat(pid)
+    return running and same and stat is not None and not stat.zombie
