@@ -97,9 +97,11 @@ _STREAM_HEADERS = (
 def _json_response(status: int, body: object) -> bytes:
     data = json.dumps(body).encode()
     reason = {200: b"OK", 404: b"Not Found", 400: b"Bad Request"}.get(status, b"Error")
-    return (
-        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-        % (status, reason, len(data), data)
+    return b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        status,
+        reason,
+        len(data),
+        data,
     )
 
 
@@ -145,11 +147,29 @@ def _mean_ms(values: list[float]) -> float | None:
 class Stream:
     """One response in flight: which event to write, how many are left, when they went."""
 
-    __slots__ = ("conn", "left", "total", "event", "reasoning_left", "usage", "t_recv",
-                 "t_first", "t_last", "prompt_tokens")
+    __slots__ = (
+        "conn",
+        "left",
+        "total",
+        "event",
+        "reasoning_left",
+        "usage",
+        "t_recv",
+        "t_first",
+        "t_last",
+        "prompt_tokens",
+    )
 
-    def __init__(self, conn: Conn, tokens: int, event: str, reasoning: int, usage: bool,
-                 prompt_tokens: int, t_recv: float) -> None:
+    def __init__(
+        self,
+        conn: Conn,
+        tokens: int,
+        event: str,
+        reasoning: int,
+        usage: bool,
+        prompt_tokens: int,
+        t_recv: float,
+    ) -> None:
         self.conn = conn
         self.left = tokens
         self.total = tokens
@@ -184,10 +204,19 @@ class Stream:
     def finish(self) -> None:
         server = self.conn.server
         if self.usage:
-            usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.total,
-                     "total_tokens": self.prompt_tokens + self.total}
-            tail = {"id": "cmpl-usage", "object": "text_completion", "created": 1730000000,
-                    "model": MODEL, "choices": [], "usage": usage}
+            usage = {
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.total,
+                "total_tokens": self.prompt_tokens + self.total,
+            }
+            tail = {
+                "id": "cmpl-usage",
+                "object": "text_completion",
+                "created": 1730000000,
+                "model": MODEL,
+                "choices": [],
+                "usage": usage,
+            }
             self.conn.transport.write(_chunk(b"data: %s\n\n" % json.dumps(tail).encode()))
         self.conn.transport.write(_DONE)
         truth = server.truth
@@ -325,8 +354,12 @@ class Conn(asyncio.Protocol):
     def handle(self, method: str, path: str, body: bytes) -> None:
         write = self.transport.write  # type: ignore[attr-defined]
         if method == "GET" and path == "/v1/models":
-            write(_json_response(200, {"object": "list", "data": [
-                {"id": MODEL, "object": "model", "root": MODEL}]}))
+            write(
+                _json_response(
+                    200,
+                    {"object": "list", "data": [{"id": MODEL, "object": "model", "root": MODEL}]},
+                )
+            )
         elif method == "GET" and path == "/health":
             write(_json_response(200, {}))
         elif method == "GET" and path == "/truth":
@@ -340,9 +373,15 @@ class Conn(asyncio.Protocol):
             tokens = int(request.get("max_completion_tokens") or request.get("max_tokens") or 16)
             usage = bool((request.get("stream_options") or {}).get("include_usage"))
             reasoning = tokens // 2 if chat and request.get("reasoning") else 0
-            self.stream = Stream(self, tokens, "content" if chat else "completion", reasoning,
-                                 usage, prompt_tokens=len(str(request.get("prompt", ""))) // 4,
-                                 t_recv=self.t_data)
+            self.stream = Stream(
+                self,
+                tokens,
+                "content" if chat else "completion",
+                reasoning,
+                usage,
+                prompt_tokens=len(str(request.get("prompt", ""))) // 4,
+                t_recv=self.t_data,
+            )
             self.server.start(self.stream)
         else:
             write(_json_response(404, {"error": f"no route {method} {path}"}))
@@ -369,8 +408,14 @@ async def serve(host: str, port: int, first_s: float, interval_s: float) -> None
 
 
 def _completions_body(tokens: int, index: int) -> bytes:
-    body = {"model": MODEL, "prompt": f"capacity {index}", "max_tokens": tokens,
-            "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True}
+    body = {
+        "model": MODEL,
+        "prompt": f"capacity {index}",
+        "max_tokens": tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
     return json.dumps(body).encode()
 
 
@@ -386,8 +431,9 @@ async def _plain_aiohttp(url: str, streams: int, tokens: int, json_per_event: bo
     async def one(session: aiohttp.ClientSession, index: int, max_tokens: int) -> None:
         nonlocal received
         headers = {"content-type": "application/json"}
-        async with session.post(url, data=_completions_body(max_tokens, index),
-                                headers=headers) as response:
+        async with session.post(
+            url, data=_completions_body(max_tokens, index), headers=headers
+        ) as response:
             parser = SseParser()
             async for data in response.content.iter_any():
                 time.perf_counter()  # every client timestamps each read
@@ -407,8 +453,7 @@ async def _plain_aiohttp(url: str, streams: int, tokens: int, json_per_event: bo
         received = 0
         cpu0, t0 = _cpu_s(), time.perf_counter()
         await asyncio.gather(*(one(session, i, tokens) for i in range(streams)))
-        return {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0,
-                "tokens": received}
+        return {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0, "tokens": received}
 
 
 async def _plain_httpx(url: str, streams: int, tokens: int) -> dict:
@@ -422,8 +467,9 @@ async def _plain_httpx(url: str, streams: int, tokens: int) -> dict:
     async def one(client: httpx.AsyncClient, index: int, max_tokens: int) -> None:
         nonlocal received
         headers = {"content-type": "application/json"}
-        async with client.stream("POST", url, content=_completions_body(max_tokens, index),
-                                 headers=headers) as response:
+        async with client.stream(
+            "POST", url, content=_completions_body(max_tokens, index), headers=headers
+        ) as response:
             parser = SseParser()
             async for data in response.aiter_raw():
                 time.perf_counter()
@@ -439,8 +485,7 @@ async def _plain_httpx(url: str, streams: int, tokens: int) -> dict:
         received = 0
         cpu0, t0 = _cpu_s(), time.perf_counter()
         await asyncio.gather(*(one(client, i, tokens) for i in range(streams)))
-        return {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0,
-                "tokens": received}
+        return {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0, "tokens": received}
 
 
 async def _floor(port: int, streams: int, tokens: int) -> dict:
@@ -458,23 +503,28 @@ async def _floor(port: int, streams: int, tokens: int) -> dict:
             if data.endswith(b"0\r\n\r\n") and self.done and not self.done.done():
                 self.done.set_result(None)
 
-    conns = [await loop.create_connection(Counting, "127.0.0.1", port)
-             for _ in range(streams)]
+    conns = [await loop.create_connection(Counting, "127.0.0.1", port) for _ in range(streams)]
 
     async def one(conn: tuple, index: int, max_tokens: int) -> None:
         transport, protocol = conn
         protocol.done = loop.create_future()
         body = _completions_body(max_tokens, index)
-        transport.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: "
-                        b"application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+        transport.write(
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: "
+            b"application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
         await protocol.done
 
     await asyncio.gather(*(one(c, i, 1) for i, c in enumerate(conns)))
     counts.update(reads=0, events=0)
     cpu0, t0 = _cpu_s(), time.perf_counter()
     await asyncio.gather(*(one(c, i, tokens) for i, c in enumerate(conns)))
-    out = {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0,
-           "tokens": streams * tokens, "reads": counts["reads"]}
+    out = {
+        "cpu_s": _cpu_s() - cpu0,
+        "wall_s": time.perf_counter() - t0,
+        "tokens": streams * tokens,
+        "reads": counts["reads"],
+    }
     for transport, _ in conns:
         transport.close()
     return out
@@ -484,8 +534,15 @@ def _tuner(base: str, streams: int, tokens: int, workers: int) -> dict:
     from tuner.bench import LoadSpec, measure_level
     from tuner.bench.summary import summarize
 
-    load = LoadSpec(model=MODEL, prompt_tokens=8, max_tokens=tokens, concurrency=streams,
-                    requests=streams, warmup=0, workers=workers)
+    load = LoadSpec(
+        model=MODEL,
+        prompt_tokens=8,
+        max_tokens=tokens,
+        concurrency=streams,
+        requests=streams,
+        warmup=0,
+        workers=workers,
+    )
     result = measure_level(base, load)
     summary = summarize(result)
     return {
@@ -552,8 +609,9 @@ class _ReplayTransport(asyncio.Transport):
         pass
 
 
-_REPLAY_HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                b"transfer-encoding: chunked\r\n\r\n")
+_REPLAY_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+)
 
 
 def _replay_reads(tokens: int, per_read: int) -> list[bytes]:
@@ -645,12 +703,18 @@ def replay(args: argparse.Namespace) -> list[dict]:
         base = best.pop("baseline")
         for name, cpu in best.items():
             net = cpu - (base if name != "tuner" else 0.0)
-            row = {"transport": name, "events_per_read": per_read,
-                   "user_us_per_token": net / tokens * 1e6}
+            row = {
+                "transport": name,
+                "events_per_read": per_read,
+                "user_us_per_token": net / tokens * 1e6,
+            }
             rows.append(row)
-            print(f"replay {per_read:>2} events/read {name:>13}: "
-                  f"{row['user_us_per_token']:5.2f} us/token (user space, best of "
-                  f"{args.repeat})", flush=True)
+            print(
+                f"replay {per_read:>2} events/read {name:>13}: "
+                f"{row['user_us_per_token']:5.2f} us/token (user space, best of "
+                f"{args.repeat})",
+                flush=True,
+            )
     return rows
 
 
@@ -675,11 +739,17 @@ def flood_server_binary() -> Path | None:
     binary = Path(tempfile.gettempdir()) / f"tuner-flood-server-{digest}"
     if not binary.exists():
         partial = binary.with_suffix(f".{os.getpid()}")
-        built = subprocess.run([compiler, "-O2", "-o", str(partial), str(FLOOD_SERVER_C)],
-                               capture_output=True, text=True)
+        built = subprocess.run(
+            [compiler, "-O2", "-o", str(partial), str(FLOOD_SERVER_C)],
+            capture_output=True,
+            text=True,
+        )
         if built.returncode != 0:
-            print(f"note: cannot build {FLOOD_SERVER_C.name} ({built.stderr.strip()[:200]}); "
-                  "flood runs use the Python server", file=sys.stderr)
+            print(
+                f"note: cannot build {FLOOD_SERVER_C.name} ({built.stderr.strip()[:200]}); "
+                "flood runs use the Python server",
+                file=sys.stderr,
+            )
             return None
         partial.replace(binary)
     return binary
@@ -692,13 +762,23 @@ class ServerProcess:
     flood mode only, and it keeps no per-stream truth (accuracy runs use the Python one).
     """
 
-    def __init__(self, first_ms: float, interval_ms: float, cpu: int | None,
-                 native: Path | None = None) -> None:
+    def __init__(
+        self, first_ms: float, interval_ms: float, cpu: int | None, native: Path | None = None
+    ) -> None:
         if native is not None:
             argv = [str(native), "0"] + ([str(cpu)] if cpu is not None else [])
         else:
-            argv = [sys.executable, __file__, "serve", "--port", "0",
-                    "--first-ms", str(first_ms), "--interval-ms", str(interval_ms)]
+            argv = [
+                sys.executable,
+                __file__,
+                "serve",
+                "--port",
+                "0",
+                "--first-ms",
+                str(first_ms),
+                "--interval-ms",
+                str(interval_ms),
+            ]
             if cpu is not None:
                 argv += ["--cpu", str(cpu)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
@@ -734,11 +814,33 @@ class ServerProcess:
         self.stop()
 
 
-def _run_client(port: int, transport: str, streams: int, tokens: int, workers: int,
-                cpus: list[int] | None, timeout_s: float, loop: str = "asyncio") -> dict:
-    argv = [sys.executable, __file__, "client", "--port", str(port), "--transport", transport,
-            "--streams", str(streams), "--tokens", str(tokens), "--workers", str(workers),
-            "--loop", loop]
+def _run_client(
+    port: int,
+    transport: str,
+    streams: int,
+    tokens: int,
+    workers: int,
+    cpus: list[int] | None,
+    timeout_s: float,
+    loop: str = "asyncio",
+) -> dict:
+    argv = [
+        sys.executable,
+        __file__,
+        "client",
+        "--port",
+        str(port),
+        "--transport",
+        transport,
+        "--streams",
+        str(streams),
+        "--tokens",
+        str(tokens),
+        "--workers",
+        str(workers),
+        "--loop",
+        loop,
+    ]
     if cpus:
         argv += ["--cpus", *map(str, cpus)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
@@ -777,19 +879,33 @@ def capacity(args: argparse.Namespace) -> list[dict]:
         for streams in args.streams:
             runs: dict[tuple[str, int], list[dict]] = {plan: [] for plan in plans}
             server_cpu, _ = _placement(1)
-            with ServerProcess(0, interval, server_cpu,
-                               native if server_kind == "c" else None) as server:
+            with ServerProcess(
+                0, interval, server_cpu, native if server_kind == "c" else None
+            ) as server:
                 for _ in range(args.repeat):
                     for transport, workers in plans:
                         _, client_cpus = _placement(workers, args.client_cores == "all")
                         server.post("/truth/reset")
-                        run = _run_client(server.port, transport, streams, args.tokens,
-                                          workers, client_cpus, args.timeout, args.loop)
+                        run = _run_client(
+                            server.port,
+                            transport,
+                            streams,
+                            args.tokens,
+                            workers,
+                            client_cpus,
+                            args.timeout,
+                            args.loop,
+                        )
                         run["server_cpu_s"] = server.get("/truth")["server_cpu_s"]
                         runs[(transport, workers)].append(run)
             for (transport, workers), done in runs.items():
-                rows.append({**_row(mode, streams, transport, workers, done),
-                             "server": server_kind, "client_cores": args.client_cores})
+                rows.append(
+                    {
+                        **_row(mode, streams, transport, workers, done),
+                        "server": server_kind,
+                        "client_cores": args.client_cores,
+                    }
+                )
     return rows
 
 
@@ -798,14 +914,24 @@ def _row(mode: str, streams: int, transport: str, workers: int, runs: list[dict]
     tps = statistics.median(r["tokens"] / r["wall_s"] for r in runs if r["wall_s"])
     server_us = statistics.median(r["server_cpu_s"] / r["tokens"] * 1e6 for r in runs)
     reads = [r["reads"] / r["tokens"] for r in runs if r.get("reads")]
-    row = {"mode": mode, "streams": streams, "transport": transport, "workers": workers,
-           "client_us_per_token": statistics.median(us_all), "tokens_per_s": tps,
-           "server_us_per_token": server_us, "us_all": [round(u, 2) for u in us_all],
-           "reads_per_token": statistics.median(reads) if reads else None}
+    row = {
+        "mode": mode,
+        "streams": streams,
+        "transport": transport,
+        "workers": workers,
+        "client_us_per_token": statistics.median(us_all),
+        "tokens_per_s": tps,
+        "server_us_per_token": server_us,
+        "us_all": [round(u, 2) for u in us_all],
+        "reads_per_token": statistics.median(reads) if reads else None,
+    }
     extra = f", {row['reads_per_token']:.2f} reads/token" if reads else ""
-    print(f"{mode:>6} {streams:>4} streams {transport:>13} x{workers}: "
-          f"{row['client_us_per_token']:6.2f} us/token (runs {row['us_all']}), "
-          f"{tps:8.0f} tok/s; server {server_us:5.2f} us/token{extra}", flush=True)
+    print(
+        f"{mode:>6} {streams:>4} streams {transport:>13} x{workers}: "
+        f"{row['client_us_per_token']:6.2f} us/token (runs {row['us_all']}), "
+        f"{tps:8.0f} tok/s; server {server_us:5.2f} us/token{extra}",
+        flush=True,
+    )
     return row
 
 
@@ -813,65 +939,103 @@ def accuracy(args: argparse.Namespace) -> dict:
     server_cpu, client_cpus = _placement(1)
     with ServerProcess(args.first_ms, args.interval_ms, server_cpu) as server:
         server.post("/truth/reset")
-        run = _run_client(server.port, "tuner", args.accuracy_streams, args.tokens, 1,
-                          client_cpus, args.timeout, args.loop)
+        run = _run_client(
+            server.port,
+            "tuner",
+            args.accuracy_streams,
+            args.tokens,
+            1,
+            client_cpus,
+            args.timeout,
+            args.loop,
+        )
         truth = server.get("/truth")
     ttft_err = run["ttft_ms_p50"] / truth["ttft_ms_p50"] - 1
     itl_err = run["itl_ms_mean"] / truth["itl_ms_mean"] - 1
-    out = {"streams": args.accuracy_streams, "held": run["peak_in_flight"],
-           "server_peak_open": truth["peak_open_streams"],
-           "ttft_ms_p50": run["ttft_ms_p50"], "truth_ttft_ms_p50": truth["ttft_ms_p50"],
-           "ttft_error": ttft_err, "itl_ms_mean": run["itl_ms_mean"],
-           "truth_itl_ms_mean": truth["itl_ms_mean"], "itl_error": itl_err,
-           "lag_ms_p99": run["lag_ms_p99"], "client_limited": run["client_limited"],
-           "client_us_per_token": run["cpu_s"] / run["tokens"] * 1e6,
-           "server_us_per_token": truth["server_cpu_s"] / truth["tokens"] * 1e6}
-    print(f"accuracy, {out['streams']} streams paced {args.first_ms:g} ms + "
-          f"{args.interval_ms:g} ms/token: held {out['held']} (server saw "
-          f"{out['server_peak_open']}); TTFT p50 {out['ttft_ms_p50']:.2f} ms vs truth "
-          f"{out['truth_ttft_ms_p50']:.2f} ({ttft_err:+.2%}); ITL mean "
-          f"{out['itl_ms_mean']:.3f} ms vs truth {out['truth_itl_ms_mean']:.3f} "
-          f"({itl_err:+.2%}); loop lag p99 {out['lag_ms_p99']:.2f} ms; client "
-          f"{out['client_us_per_token']:.1f} us/token, server {out['server_us_per_token']:.1f}",
-          flush=True)
+    out = {
+        "streams": args.accuracy_streams,
+        "held": run["peak_in_flight"],
+        "server_peak_open": truth["peak_open_streams"],
+        "ttft_ms_p50": run["ttft_ms_p50"],
+        "truth_ttft_ms_p50": truth["ttft_ms_p50"],
+        "ttft_error": ttft_err,
+        "itl_ms_mean": run["itl_ms_mean"],
+        "truth_itl_ms_mean": truth["itl_ms_mean"],
+        "itl_error": itl_err,
+        "lag_ms_p99": run["lag_ms_p99"],
+        "client_limited": run["client_limited"],
+        "client_us_per_token": run["cpu_s"] / run["tokens"] * 1e6,
+        "server_us_per_token": truth["server_cpu_s"] / truth["tokens"] * 1e6,
+    }
+    print(
+        f"accuracy, {out['streams']} streams paced {args.first_ms:g} ms + "
+        f"{args.interval_ms:g} ms/token: held {out['held']} (server saw "
+        f"{out['server_peak_open']}); TTFT p50 {out['ttft_ms_p50']:.2f} ms vs truth "
+        f"{out['truth_ttft_ms_p50']:.2f} ({ttft_err:+.2%}); ITL mean "
+        f"{out['itl_ms_mean']:.3f} ms vs truth {out['truth_itl_ms_mean']:.3f} "
+        f"({itl_err:+.2%}); loop lag p99 {out['lag_ms_p99']:.2f} ms; client "
+        f"{out['client_us_per_token']:.1f} us/token, server {out['server_us_per_token']:.1f}",
+        flush=True,
+    )
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--modes", nargs="+", choices=("flood", "paced"),
-                        default=["flood", "paced"],
-                        help="flood: tokens as fast as the socket takes them; paced: every "
-                        "--pace-ms per stream, one read per token")
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        choices=("flood", "paced"),
+        default=["flood", "paced"],
+        help="flood: tokens as fast as the socket takes them; paced: every "
+        "--pace-ms per stream, one read per token",
+    )
     parser.add_argument("--pace-ms", type=float, default=10.0)
-    parser.add_argument("--server", choices=("auto", "c", "python"), default="auto",
-                        help="flood runs: the C server (benchmarks/flood_server.c, built with "
-                        "the machine's cc; auto: when one is found) or the Python one; paced "
-                        "and accuracy runs always use the Python server")
+    parser.add_argument(
+        "--server",
+        choices=("auto", "c", "python"),
+        default="auto",
+        help="flood runs: the C server (benchmarks/flood_server.c, built with "
+        "the machine's cc; auto: when one is found) or the Python one; paced "
+        "and accuracy runs always use the Python server",
+    )
     parser.add_argument("--tokens", type=int, default=256)
-    parser.add_argument("--transports", nargs="+", default=list(TRANSPORTS),
-                        choices=TRANSPORTS)
-    parser.add_argument("--workers", type=int, nargs="+", default=[1],
-                        help="client processes for the tuner transport")
-    parser.add_argument("--client-cores", choices=("free", "all"), default="free",
-                        help="free: the client gets every core but the server's (the "
-                        "clean measurement); all: the server's core too, so N client "
-                        "processes can run on an N-core machine (the server then shares)")
+    parser.add_argument("--transports", nargs="+", default=list(TRANSPORTS), choices=TRANSPORTS)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="client processes for the tuner transport",
+    )
+    parser.add_argument(
+        "--client-cores",
+        choices=("free", "all"),
+        default="free",
+        help="free: the client gets every core but the server's (the "
+        "clean measurement); all: the server's core too, so N client "
+        "processes can run on an N-core machine (the server then shares)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--accuracy-streams", type=int, default=256)
     parser.add_argument("--first-ms", type=float, default=50.0)
     parser.add_argument("--interval-ms", type=float, default=20.0)
     parser.add_argument("--no-accuracy", action="store_true")
     parser.add_argument("--no-capacity", action="store_true")
-    parser.add_argument("--replay", action="store_true",
-                        help="only the socket-free replay of each client stack")
+    parser.add_argument(
+        "--replay", action="store_true", help="only the socket-free replay of each client stack"
+    )
     parser.add_argument("--events-per-read", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--timeout", type=float, default=300.0, help="per client run")
-    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio",
-                        help="the plain clients' event loop (uvloop must be installed); "
-                        "tuner's engine always runs its own stamping selector loop")
+    parser.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the plain clients' event loop (uvloop must be installed); "
+        "tuner's engine always runs its own stamping selector loop",
+    )
     sub = parser.add_subparsers(dest="command")
     serve_p = sub.add_parser("serve", help="run the streaming server")
     serve_p.add_argument("--port", type=int, default=0)
@@ -892,8 +1056,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.cpu is not None and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {args.cpu})
         with contextlib.suppress(KeyboardInterrupt):
-            run_stamped(serve("127.0.0.1", args.port, args.first_ms / 1000,
-                              args.interval_ms / 1000))
+            run_stamped(
+                serve("127.0.0.1", args.port, args.first_ms / 1000, args.interval_ms / 1000)
+            )
         return
     if args.command == "client":
         client_main(args)

@@ -58,8 +58,7 @@ def import_tuner() -> tuple[Any, Any, Any, Any]:
         package = types.ModuleType("tuner")
         package.__path__ = [str(ROOT / "tuner")]
         sys.modules["tuner"] = package
-    from tuner.telemetry import gpu
-    from tuner.telemetry import gpu_sampler, inventory
+    from tuner.telemetry import gpu, gpu_sampler, inventory
     from tuner.telemetry import gpu_summary as summary
 
     return gpu, gpu_sampler, inventory, summary

@@ -89,7 +89,10 @@ def build_tokenizer(target: Path) -> None:
     )
     tok.train_from_iterator(corpus(), trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
         model_max_length=RECIPE["max_position_embeddings"],
     )
     fast.chat_template = CHAT_TEMPLATE
@@ -142,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         _remove_tree(target)
     partial.rename(target)
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
-    print(f"[make_tiny_model] wrote {target} ({size / 1e6:.1f} MB) "
-          f"in {time.monotonic() - started:.1f} s")
+    print(
+        f"[make_tiny_model] wrote {target} ({size / 1e6:.1f} MB) "
+        f"in {time.monotonic() - started:.1f} s"
+    )
     return 0
 
 

@@ -211,8 +211,8 @@ def cleanup(
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Stop servers left by a tuner that was killed, and mark their trials failed."""
-    from tuner.views.console import MessageObserver
     from tuner.study.recovery import cleanup as run_cleanup
+    from tuner.views.console import MessageObserver
 
     observer = MessageObserver(out)
     seen = run_cleanup(storage, study, observer)
@@ -268,8 +268,8 @@ def bench(
 ) -> None:
     """Benchmark an already running server with the sweep's engine: no restart."""
     from tuner import bench_command
-    from tuner.views.bench import levels_table, print_warnings
     from tuner.bench.summary import levels_document
+    from tuner.views.bench import levels_table, print_warnings
 
     options = bench_command.BenchOptions(
         url=url,

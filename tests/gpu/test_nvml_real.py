@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tuner.telemetry.gpu import GpuBackend, NvmlGpuBackend, open_gpu_backend
 from tuner.telemetry import GpuSampler, collect_inventory, summarize_gpu
+from tuner.telemetry.gpu import GpuBackend, NvmlGpuBackend, open_gpu_backend
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(60)]
 

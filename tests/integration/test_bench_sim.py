@@ -31,9 +31,23 @@ def sim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     port = free_port()
     log = (tmp_path / "sim.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner.sim", "--port", str(port), "--load-seconds", "0.2",
-         "--time-scale", "0.1", "--profile", profile, "--seed", "1"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "tuner.sim",
+            "--port",
+            str(port),
+            "--load-seconds",
+            "0.2",
+            "--time-scale",
+            "0.1",
+            "--profile",
+            profile,
+            "--seed",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -61,8 +75,18 @@ def sim(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def test_completions_levels_against_the_sim(sim: str) -> None:
     model = discover_model(sim)
     assert model.startswith("sim/")
-    loads = [LoadSpec(model=model, concurrency=c, requests=2 * c, max_tokens=32,
-                      prompt_tokens=64, warmup=1, workers=1) for c in (1, 8)]
+    loads = [
+        LoadSpec(
+            model=model,
+            concurrency=c,
+            requests=2 * c,
+            max_tokens=32,
+            prompt_tokens=64,
+            warmup=1,
+            workers=1,
+        )
+        for c in (1, 8)
+    ]
     runs = measure_levels(sim, loads, show=False)
     one, eight = (r.summary for r in runs)
     for s in (one, eight):
@@ -75,8 +99,15 @@ def test_completions_levels_against_the_sim(sim: str) -> None:
 
 @pytest.mark.parametrize("sim", ["reasoning"], indirect=True)
 def test_chat_reasoning_and_content_counted_apart(sim: str) -> None:
-    load = LoadSpec(model=discover_model(sim), api="chat", concurrency=4, requests=8,
-                    max_tokens=64, warmup=1, workers=1)
+    load = LoadSpec(
+        model=discover_model(sim),
+        api="chat",
+        concurrency=4,
+        requests=8,
+        max_tokens=64,
+        warmup=1,
+        workers=1,
+    )
     summary = summarize(measure_level(sim, load))
     assert summary.errors == 0
     assert summary.reasoning_tokens > 0 and summary.content_tokens > 0
@@ -84,8 +115,15 @@ def test_chat_reasoning_and_content_counted_apart(sim: str) -> None:
 
 
 def test_poisson_rate_against_the_sim(sim: str) -> None:
-    load = LoadSpec(model=discover_model(sim), concurrency=16, requests=20, rate=50.0,
-                    max_tokens=16, warmup=0, workers=1)
+    load = LoadSpec(
+        model=discover_model(sim),
+        concurrency=16,
+        requests=20,
+        rate=50.0,
+        max_tokens=16,
+        warmup=0,
+        workers=1,
+    )
     result = measure_level(sim, load)
     assert result.completed == 20 and result.rate == 50.0
     spread = max(r.start_s for r in result.records) - min(r.start_s for r in result.records)

@@ -8,8 +8,8 @@ import pytest
 
 from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LiveStats, LoadSpec, measure_level
-from tuner.errors import BenchmarkError
 from tuner.bench.summary import summarize
+from tuner.errors import BenchmarkError
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

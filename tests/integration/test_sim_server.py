@@ -96,18 +96,40 @@ StartSim = Callable[..., Sim]
 def start_sim(tmp_path: Path) -> Iterator[StartSim]:
     started: list[Sim] = []
 
-    def start(*args: str, env: dict[str, str] | None = None, load_seconds: float = 0.2,
-              time_scale: float = 0.05) -> Sim:
+    def start(
+        *args: str,
+        env: dict[str, str] | None = None,
+        load_seconds: float = 0.2,
+        time_scale: float = 0.05,
+    ) -> Sim:
         port = free_port()
         log_path = tmp_path / f"sim{len(started)}.log"
-        base_env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("NCCL_", "VLLM_", "CUDA_DEVICE_MAX"))}
+        base_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("NCCL_", "VLLM_", "CUDA_DEVICE_MAX"))
+        }
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tuner.sim", "--port", str(port), "--load-seconds",
-                 str(load_seconds), "--time-scale", str(time_scale), "--seed", "1", *args],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**base_env, **(env or {})}, cwd=REPO,
+                [
+                    sys.executable,
+                    "-m",
+                    "tuner.sim",
+                    "--port",
+                    str(port),
+                    "--load-seconds",
+                    str(load_seconds),
+                    "--time-scale",
+                    str(time_scale),
+                    "--seed",
+                    "1",
+                    *args,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**base_env, **(env or {})},
+                cwd=REPO,
             )
         sim = Sim(proc, port, log_path)
         started.append(sim)
@@ -130,7 +152,7 @@ def sse(lines: list[str]) -> list[Any]:
     out: list[Any] = []
     for line in lines:
         if line.startswith("data: "):
-            payload = line[len("data: "):]
+            payload = line[len("data: ") :]
             out.append(payload if payload == "[DONE]" else json.loads(payload))
         else:
             assert line == "", f"unexpected SSE line {line!r}"
@@ -154,18 +176,26 @@ def test_port_refuses_connections_until_the_model_has_loaded(start_sim: StartSim
     r = httpx.get(sim.url + "/health")
     assert (r.status_code, r.content) == (200, b"")
     log = sim.log()
-    for text in ("vLLM API server version 0.0.0-sim", "NCCL version 2.31.0+cuda12.9",
-                 "Loading safetensors checkpoint shards: 100% Completed | 64/64 [",
-                 f"INFO:     Started server process [{sim.proc.pid}]",
-                 "Application startup complete."):
+    for text in (
+        "vLLM API server version 0.0.0-sim",
+        "NCCL version 2.31.0+cuda12.9",
+        "Loading safetensors checkpoint shards: 100% Completed | 64/64 [",
+        f"INFO:     Started server process [{sim.proc.pid}]",
+        "Application startup complete.",
+    ):
         assert text in log
     assert log.index("100% Completed") < log.index("Application startup complete.")
     assert sim.stop()[0] == 0
 
 
 def test_config_shows_the_env_and_flags_the_server_saw(start_sim: StartSim) -> None:
-    env = {"NCCL_PROTO": "LL", "NCCL_ALGO": "allreduce:ring", "NCCL_MAX_NCHANNELS": "16",
-           "CUDA_DEVICE_MAX_CONNECTIONS": "1", "VLLM_USE_V1": "1"}
+    env = {
+        "NCCL_PROTO": "LL",
+        "NCCL_ALGO": "allreduce:ring",
+        "NCCL_MAX_NCHANNELS": "16",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+        "VLLM_USE_V1": "1",
+    }
     sim = start_sim("-O3", "--max-num-seqs", "64", "--trust-remote-code", env=env)
     sim.wait_healthy()
     cfg = sim.config()
@@ -192,9 +222,18 @@ def test_streaming_completion_with_usage(start_sim: StartSim) -> None:
     models = httpx.get(sim.url + "/v1/models").json()
     assert models["object"] == "list" and models["data"][0]["id"] == KIMI
     assert httpx.get(sim.url + "/version").json() == {"version": "0.0.0-sim"}
-    events = stream(sim, "/v1/completions", {
-        "model": KIMI, "prompt": "one two three four", "max_tokens": 12, "ignore_eos": True,
-        "stream": True, "stream_options": {"include_usage": True}})
+    events = stream(
+        sim,
+        "/v1/completions",
+        {
+            "model": KIMI,
+            "prompt": "one two three four",
+            "max_tokens": 12,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
     assert events[-1] == "[DONE]"
     usage = events[-2]
     assert usage["choices"] == []
@@ -207,8 +246,11 @@ def test_streaming_completion_with_usage(start_sim: StartSim) -> None:
     assert [c["choices"][0]["finish_reason"] for c in chunks][-1] == "length"
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
     # without include_usage: no usage chunk, still [DONE]
-    events = stream(sim, "/v1/completions", {
-        "model": KIMI, "prompt": "x", "max_tokens": 3, "ignore_eos": True, "stream": True})
+    events = stream(
+        sim,
+        "/v1/completions",
+        {"model": KIMI, "prompt": "x", "max_tokens": 3, "ignore_eos": True, "stream": True},
+    )
     assert events[-1] == "[DONE]" and all(e == "[DONE]" or e["choices"] for e in events)
     assert sim.stop()[0] == 0
 
@@ -216,10 +258,18 @@ def test_streaming_completion_with_usage(start_sim: StartSim) -> None:
 def test_chat_streaming_with_the_reasoning_profile(start_sim: StartSim) -> None:
     sim = start_sim("--profile", "reasoning")
     sim.wait_healthy()
-    events = stream(sim, "/v1/chat/completions", {
-        "model": "sim/reasoning", "messages": [{"role": "user", "content": "why is the sky"}],
-        "max_completion_tokens": 20, "ignore_eos": True, "stream": True,
-        "stream_options": {"include_usage": True}})
+    events = stream(
+        sim,
+        "/v1/chat/completions",
+        {
+            "model": "sim/reasoning",
+            "messages": [{"role": "user", "content": "why is the sky"}],
+            "max_completion_tokens": 20,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    )
     assert events[-1] == "[DONE]"
     assert events[-2]["usage"]["completion_tokens"] == 20
     chunks = events[:-2]
@@ -238,22 +288,35 @@ def test_chat_streaming_with_the_reasoning_profile(start_sim: StartSim) -> None:
 def test_non_streaming_completion_and_chat(start_sim: StartSim) -> None:
     sim = start_sim()
     sim.wait_healthy()
-    r = httpx.post(sim.url + "/v1/completions", json={
-        "model": KIMI, "prompt": "a b c", "max_tokens": 7, "ignore_eos": True}, timeout=30)
+    r = httpx.post(
+        sim.url + "/v1/completions",
+        json={"model": KIMI, "prompt": "a b c", "max_tokens": 7, "ignore_eos": True},
+        timeout=30,
+    )
     body = r.json()
     assert r.status_code == 200 and body["object"] == "text_completion"
     assert len(body["choices"][0]["text"].split()) == 7
     assert body["usage"] == {"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10}
-    r = httpx.post(sim.url + "/v1/chat/completions", json={
-        "model": KIMI, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8,
-        "ignore_eos": True}, timeout=30)
+    r = httpx.post(
+        sim.url + "/v1/chat/completions",
+        json={
+            "model": KIMI,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 8,
+            "ignore_eos": True,
+        },
+        timeout=30,
+    )
     msg = r.json()["choices"][0]["message"]
     assert len(msg["reasoning_content"].split()) == 4 and len(msg["content"].split()) == 4
     # without ignore_eos the "model" may stop early, deterministically per prompt
     lengths = set()
     for _ in range(2):
-        r = httpx.post(sim.url + "/v1/completions", json={
-            "model": KIMI, "prompt": "same prompt", "max_tokens": 5000}, timeout=60)
+        r = httpx.post(
+            sim.url + "/v1/completions",
+            json={"model": KIMI, "prompt": "same prompt", "max_tokens": 5000},
+            timeout=60,
+        )
         choice = r.json()["choices"][0]
         lengths.add((r.json()["usage"]["completion_tokens"], choice["finish_reason"]))
     ((n, reason),) = lengths
@@ -282,9 +345,16 @@ def test_metrics_parse_as_prometheus_text(start_sim: StartSim) -> None:
     sim = start_sim()
     sim.wait_healthy()
     for _ in range(2):
-        httpx.post(sim.url + "/v1/completions", json={
-            "model": KIMI, "prompt": " ".join(["w"] * 40), "max_tokens": 5, "ignore_eos": True},
-            timeout=30)
+        httpx.post(
+            sim.url + "/v1/completions",
+            json={
+                "model": KIMI,
+                "prompt": " ".join(["w"] * 40),
+                "max_tokens": 5,
+                "ignore_eos": True,
+            },
+            timeout=30,
+        )
     text = httpx.get(sim.url + "/metrics").text
     families = {f.name: f for f in text_string_to_metric_families(text)}
     value = {name: f.samples[0].value for name, f in families.items()}
@@ -320,8 +390,10 @@ def test_bare_nccl_algo_fails_at_warmup_after_loading(start_sim: StartSim) -> No
 def test_minimax_at_tp8_without_expert_parallel_is_refused(start_sim: StartSim) -> None:
     sim = start_sim("--profile", "minimax-m2.5-fp8-tp4", "--tensor-parallel-size", "8")
     assert sim.wait_exit() == 1
-    assert ("ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
-            "weight quantization block_n = 128.") in sim.log()
+    assert (
+        "ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
+        "weight quantization block_n = 128."
+    ) in sim.log()
 
 
 # -- shutdown and leaks ----------------------------------------------------------------------
@@ -350,16 +422,22 @@ def test_sigterm_with_streams_in_flight(start_sim: StartSim) -> None:
 
     async def clients() -> None:
         async with httpx.AsyncClient(timeout=30) as client:
+
             async def one() -> None:
-                body = {"model": KIMI, "prompt": "x", "max_tokens": 5000, "stream": True,
-                        "ignore_eos": True}
+                body = {
+                    "model": KIMI,
+                    "prompt": "x",
+                    "max_tokens": 5000,
+                    "stream": True,
+                    "ignore_eos": True,
+                }
                 try:
-                    async with client.stream("POST", sim.url + "/v1/completions",
-                                             json=body) as r:
+                    async with client.stream("POST", sim.url + "/v1/completions", json=body) as r:
                         async for _ in r.aiter_lines():
                             pass
                 except httpx.HTTPError:
                     pass  # the server going away mid-stream is the point
+
             tasks = [asyncio.create_task(one()) for _ in range(8)]
             await asyncio.sleep(0.5)
             code, took = await asyncio.to_thread(sim.stop)
@@ -409,8 +487,13 @@ def test_throughput_matches_the_model(start_sim: StartSim) -> None:
 
     async def level(client: httpx.AsyncClient, concurrency: int, tokens: int = 200) -> float:
         async def one() -> float:
-            body = {"model": KIMI, "prompt": "p", "max_tokens": tokens, "stream": True,
-                    "ignore_eos": True}
+            body = {
+                "model": KIMI,
+                "prompt": "p",
+                "max_tokens": tokens,
+                "stream": True,
+                "ignore_eos": True,
+            }
             stamps = []
             async with client.stream("POST", sim.url + "/v1/completions", json=body) as r:
                 async for line in r.aiter_lines():
@@ -438,13 +521,20 @@ def test_hundreds_of_concurrent_streams(start_sim: StartSim) -> None:
     async def run() -> list[int]:
         # aiohttp rather than httpx: the client must not be the slow side of 260 streams
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+
             async def one(i: int) -> int:
-                body = {"model": KIMI, "prompt": f"stream {i}", "max_tokens": 16,
-                        "stream": True, "ignore_eos": True,
-                        "stream_options": {"include_usage": True}}
+                body = {
+                    "model": KIMI,
+                    "prompt": f"stream {i}",
+                    "max_tokens": 16,
+                    "stream": True,
+                    "ignore_eos": True,
+                    "stream_options": {"include_usage": True},
+                }
                 async with session.post(sim.url + "/v1/completions", json=body) as r:
                     lines = [line.decode().rstrip("\n") async for line in r.content]
                 return sse(lines)[-2]["usage"]["completion_tokens"]
+
             return await asyncio.gather(*[one(i) for i in range(260)])
 
     assert asyncio.run(run()) == [16] * 260

@@ -13,7 +13,6 @@ import pytest
 from aiohttp import web
 
 from tests.fakes import FakeGpuBackend, vllm_metrics_text
-from tuner.telemetry.gpu import NullGpuBackend
 from tuner.telemetry import (
     MetricsSampler,
     collect_inventory,
@@ -21,6 +20,7 @@ from tuner.telemetry import (
     scrape_metrics,
     scrape_metrics_async,
 )
+from tuner.telemetry.gpu import NullGpuBackend
 from tuner.telemetry.inventory import server_version
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 
 from tuner.bench import LiveStats, LoadSpec, discover_model, measure_level, measure_level_async
-from tuner.errors import BenchmarkError
 from tuner.bench.summary import summarize
+from tuner.errors import BenchmarkError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -62,20 +62,32 @@ class ThreadServer:
 
 
 def completion_event(text: str) -> bytes:
-    obj = {"id": "c", "object": "text_completion", "model": "m",
-           "choices": [{"index": 0, "text": text, "finish_reason": None}], "usage": None}
+    obj = {
+        "id": "c",
+        "object": "text_completion",
+        "model": "m",
+        "choices": [{"index": 0, "text": text, "finish_reason": None}],
+        "usage": None,
+    }
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
 def chat_event(**delta: str) -> bytes:
-    obj = {"id": "c", "object": "chat.completion.chunk", "model": "m",
-           "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    obj = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
 def usage_event(prompt: int, completion: int) -> bytes:
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-             "total_tokens": prompt + completion}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
     return b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
 
 
@@ -158,8 +170,16 @@ def basic() -> Iterator[ThreadServer]:
 
 
 def load(**changes: object) -> LoadSpec:
-    base = {"model": "test-model", "concurrency": 2, "requests": 6, "max_tokens": 5,
-            "prompt_tokens": 8, "warmup": 1, "timeout_s": 10.0, "workers": 1}
+    base = {
+        "model": "test-model",
+        "concurrency": 2,
+        "requests": 6,
+        "max_tokens": 5,
+        "prompt_tokens": 8,
+        "warmup": 1,
+        "timeout_s": 10.0,
+        "workers": 1,
+    }
     base.update(changes)
     return LoadSpec(**base)  # type: ignore[arg-type]
 
@@ -228,8 +248,9 @@ def test_http_500s_are_recorded_per_request() -> None:
 
 
 def test_a_crash_in_the_middle_of_a_stream() -> None:
-    with streaming_server(tokens=6, gap_s=0.001,
-                          fail=lambda n: "reset" if n == 1 else None) as server:
+    with streaming_server(
+        tokens=6, gap_s=0.001, fail=lambda n: "reset" if n == 1 else None
+    ) as server:
         result = measure_level(server.url, load(warmup=0, max_tokens=6))
     (failed,) = [r for r in result.records if not r.ok]
     assert failed.error and failed.error.startswith("connection lost")
@@ -296,8 +317,10 @@ def test_the_async_entry_point(basic: ThreadServer) -> None:
 
 
 def test_every_warmup_failing_is_a_benchmark_error() -> None:
-    with streaming_server(fail=lambda n: "500") as server, \
-            pytest.raises(BenchmarkError, match="warmup"):
+    with (
+        streaming_server(fail=lambda n: "500") as server,
+        pytest.raises(BenchmarkError, match="warmup"),
+    ):
         measure_level(server.url, load(warmup=2))
 
 

@@ -10,8 +10,8 @@ import pytest
 from tuner.bench import LoadSpec, load_from_benchmark_spec
 from tuner.bench.load import split
 from tuner.bench.prompts import BodyBuilder, load_prompts, synthetic_prompt
-from tuner.space.spec import BenchmarkSpec
 from tuner.errors import ConfigError
+from tuner.space.spec import BenchmarkSpec
 
 
 def test_defaults_and_count_or_duration() -> None:
@@ -21,19 +21,38 @@ def test_defaults_and_count_or_duration() -> None:
         LoadSpec(model="m", requests=4, duration_s=5)
 
 
-@pytest.mark.parametrize("bad", [
-    {"concurrency": 0}, {"requests": 0}, {"duration_s": 0}, {"rate": 0}, {"rate": -1},
-    {"api": "embeddings"}, {"prompt_tokens": 0}, {"max_tokens": 0}, {"timeout_s": 0},
-    {"warmup": -1}, {"workers": -1},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"concurrency": 0},
+        {"requests": 0},
+        {"duration_s": 0},
+        {"rate": 0},
+        {"rate": -1},
+        {"api": "embeddings"},
+        {"prompt_tokens": 0},
+        {"max_tokens": 0},
+        {"timeout_s": 0},
+        {"warmup": -1},
+        {"workers": -1},
+    ],
+)
 def test_invalid_loads_are_config_errors(bad: dict) -> None:
     with pytest.raises(ConfigError):
         LoadSpec(model="m", **bad)
 
 
 def test_from_a_space_files_benchmark_section() -> None:
-    spec = BenchmarkSpec(api="chat", prompt_tokens=100, max_tokens=50, concurrency=[1, 8],
-                         requests=32, warmup=3, request_timeout_s=30, ignore_eos=False)
+    spec = BenchmarkSpec(
+        api="chat",
+        prompt_tokens=100,
+        max_tokens=50,
+        concurrency=[1, 8],
+        requests=32,
+        warmup=3,
+        request_timeout_s=30,
+        ignore_eos=False,
+    )
     load = load_from_benchmark_spec(spec, 8, "served-model")
     assert (load.api, load.model) == ("chat", "served-model")
     assert (load.concurrency, load.requests) == (8, 32)
@@ -67,16 +86,24 @@ def test_synthetic_prompts_are_deterministic_distinct_and_sized() -> None:
 
 
 def test_completion_and_chat_bodies() -> None:
-    builder = BodyBuilder(api="completions", model="m", prompt_tokens=8, max_tokens=5,
-                          ignore_eos=True, seed=0)
+    builder = BodyBuilder(
+        api="completions", model="m", prompt_tokens=8, max_tokens=5, ignore_eos=True, seed=0
+    )
     body, expected = builder.body(3)
     obj = json.loads(body)
     assert builder.path == "/v1/completions" and expected == 8
     assert obj["model"] == "m" and obj["max_tokens"] == 5 and obj["stream"] is True
     assert obj["stream_options"] == {"include_usage": True} and obj["ignore_eos"] is True
     assert len(obj["prompt"].split()) == 8
-    chat = BodyBuilder(api="chat", model="m", prompt_tokens=8, max_tokens=5, ignore_eos=False,
-                       seed=0, extra_body={"temperature": 0})
+    chat = BodyBuilder(
+        api="chat",
+        model="m",
+        prompt_tokens=8,
+        max_tokens=5,
+        ignore_eos=False,
+        seed=0,
+        extra_body={"temperature": 0},
+    )
     obj = json.loads(chat.body(3)[0])
     assert chat.path == "/v1/chat/completions"
     assert obj["messages"][0]["role"] == "user" and obj["max_completion_tokens"] == 5
@@ -91,26 +118,43 @@ def test_prompts_file(tmp_path: Path) -> None:
     )
     prompts = load_prompts(path)
     assert len(prompts) == 2 and prompts[0].max_tokens == 7
-    chat = BodyBuilder(api="chat", model="m", prompt_tokens=1, max_tokens=9, ignore_eos=True,
-                       seed=0, prompts=prompts)
+    chat = BodyBuilder(
+        api="chat",
+        model="m",
+        prompt_tokens=1,
+        max_tokens=9,
+        ignore_eos=True,
+        seed=0,
+        prompts=prompts,
+    )
     first, second, third = (json.loads(chat.body(i)[0]) for i in range(3))
     assert first["messages"] == [{"role": "user", "content": "hello there world"}]
     assert first["max_completion_tokens"] == 7
     assert second["messages"] == [{"role": "user", "content": "hi"}]
     assert third == first  # cycles in file order
-    completions = BodyBuilder(api="completions", model="m", prompt_tokens=1, max_tokens=9,
-                              ignore_eos=True, seed=0, prompts=prompts)
+    completions = BodyBuilder(
+        api="completions",
+        model="m",
+        prompt_tokens=1,
+        max_tokens=9,
+        ignore_eos=True,
+        seed=0,
+        prompts=prompts,
+    )
     with pytest.raises(ConfigError, match="chat"):
         completions.body(1)
 
 
-@pytest.mark.parametrize("text,match", [
-    ("not json\n", "not JSON"),
-    ("[1]\n", "object"),
-    ('{"other": 1}\n', "'prompt'"),
-    ('{"prompt": "x", "max_tokens": 0}\n', "max_tokens"),
-    ("\n", "no prompts"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("not json\n", "not JSON"),
+        ("[1]\n", "object"),
+        ('{"other": 1}\n', "'prompt'"),
+        ('{"prompt": "x", "max_tokens": 0}\n', "max_tokens"),
+        ("\n", "no prompts"),
+    ],
+)
 def test_bad_prompts_files_name_the_line(tmp_path: Path, text: str, match: str) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text(text)

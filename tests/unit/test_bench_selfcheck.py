@@ -7,14 +7,22 @@ import os
 import pytest
 
 from tuner.bench import LoadSpec
-from tuner.bench.measure import BUSY_LIMIT, LAG_LIMIT_S, assemble, pinned
 from tuner.bench.level import LiveStats, Window, summarize_lag
+from tuner.bench.measure import BUSY_LIMIT, LAG_LIMIT_S, assemble, pinned
 
 
 def window(lag_s: float, busy: float, preempted: int = 0, t0: float = 100.0) -> Window:
-    return Window(records=[], t0=t0, t_end=t0 + 1.0, lag_samples=[0.0001] * 98 + [lag_s] * 2,
-                  busy=busy, cpu_s=busy, peak_in_flight=4, preempted=preempted,
-                  live=LiveStats())
+    return Window(
+        records=[],
+        t0=t0,
+        t_end=t0 + 1.0,
+        lag_samples=[0.0001] * 98 + [lag_s] * 2,
+        busy=busy,
+        cpu_s=busy,
+        peak_in_flight=4,
+        preempted=preempted,
+        live=LiveStats(),
+    )
 
 
 LOAD = LoadSpec(model="m", concurrency=8)

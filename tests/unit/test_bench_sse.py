@@ -11,17 +11,34 @@ from tuner.bench.sse import CONTENT, DONE, NONE, PARSE, REASONING, SseParser, cl
 
 
 def completion(text: str | None, **extra: object) -> bytes:
-    choice: dict[str, object] = {"index": 0, "text": text, "logprobs": None,
-                                 "finish_reason": None, "stop_reason": None}
-    body = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
-            "choices": [choice], "usage": None, **extra}
+    choice: dict[str, object] = {
+        "index": 0,
+        "text": text,
+        "logprobs": None,
+        "finish_reason": None,
+        "stop_reason": None,
+    }
+    body = {
+        "id": "cmpl-1",
+        "object": "text_completion",
+        "created": 1,
+        "model": "m",
+        "choices": [choice],
+        "usage": None,
+        **extra,
+    }
     return json.dumps(body, separators=(",", ":")).encode()
 
 
 def chat(delta: dict[str, object], **extra: object) -> bytes:
-    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}],
-            **extra}
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}],
+        **extra,
+    }
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -44,8 +61,7 @@ PAYLOADS = [
     (chat({"reasoning_content": "", "content": "ok"}), CONTENT),
     (chat({"reasoning_content": "a", "content": "b"}), CONTENT),
     (chat({}), NONE),
-    (chat({"content": "", "tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
-     CONTENT),
+    (chat({"content": "", "tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), CONTENT),
     (json.dumps({"choices": [{"index": 0, "text": " spaced"}]}).encode(), CONTENT),
     (json.dumps({"error": {"message": "boom"}}).encode(), NONE),
     (b"[DONE]", DONE),

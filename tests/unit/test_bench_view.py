@@ -16,16 +16,27 @@ from tuner.views.bench import levels_table, print_warnings, progress_line
 
 def record(index: int, error: str | None = None, estimated: bool = False) -> RequestRecord:
     return RequestRecord(
-        concurrency=4, round=0, index=index, start_s=0.01 * index, ttft_s=0.05,
-        e2el_s=None if error else 0.25, itl_s=(0.05,) * 4, chunks=5, prompt_tokens=8,
-        output_tokens=5, reasoning_tokens=2, tokens_estimated=estimated, error=error,
+        concurrency=4,
+        round=0,
+        index=index,
+        start_s=0.01 * index,
+        ttft_s=0.05,
+        e2el_s=None if error else 0.25,
+        itl_s=(0.05,) * 4,
+        chunks=5,
+        prompt_tokens=8,
+        output_tokens=5,
+        reasoning_tokens=2,
+        tokens_estimated=estimated,
+        error=error,
     )
 
 
 def result(concurrency: int, round_index: int = 0, **extra: object) -> LevelResult:
     records = tuple(record(i) for i in range(4))
-    return LevelResult(records=records, duration_s=1.0, concurrency=concurrency,
-                       round=round_index, **extra)  # type: ignore[arg-type]
+    return LevelResult(
+        records=records, duration_s=1.0, concurrency=concurrency, round=round_index, **extra
+    )  # type: ignore[arg-type]
 
 
 def render(table: object) -> str:
@@ -45,10 +56,15 @@ def test_table_has_a_row_per_level_and_the_headline_columns() -> None:
 def test_flags_errors_estimates_goodput_and_rounds() -> None:
     broken = LevelResult(
         records=(record(0), record(1, error="http 500: x"), record(2, estimated=True)),
-        duration_s=1.0, concurrency=2, client_limited=True, warnings=("use --workers 2",),
+        duration_s=1.0,
+        concurrency=2,
+        client_limited=True,
+        warnings=("use --workers 2",),
     )
-    summaries = [summarize(broken, goodput={"ttft_ms": 100}),
-                 summarize(result(2, round_index=1), goodput={"ttft_ms": 100})]
+    summaries = [
+        summarize(broken, goodput={"ttft_ms": 100}),
+        summarize(result(2, round_index=1), goodput={"ttft_ms": 100}),
+    ]
     text = render(levels_table(summaries))
     assert "client-limited" in text and "errors 33%" in text and "http 500" in text
     assert "Goodput" in text and "Round" in text
@@ -63,8 +79,16 @@ def test_warnings_after_the_table() -> None:
 
 
 def test_progress_line() -> None:
-    live = LiveStats(phase="measuring", concurrency=8, planned=32, completed=5, in_flight=8,
-                     chunks=100, errors=1, lag_max_s=0.05)
+    live = LiveStats(
+        phase="measuring",
+        concurrency=8,
+        planned=32,
+        completed=5,
+        in_flight=8,
+        chunks=100,
+        errors=1,
+        lag_max_s=0.05,
+    )
     import time
 
     live.window_start = time.perf_counter() - 1.0

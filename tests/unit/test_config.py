@@ -113,6 +113,7 @@ def test_search_and_confirmation_settings() -> None:
     spec = parse_space(GOOD, Path("s.yaml")).spec
     assert spec.search.method == "local" and spec.search.max_changes == 3
     assert spec.stop.confirmation_cap == 3  # confirmations (1) + 2
+
     def parsed(**changes: object):  # type: ignore[no-untyped-def]
         return parse_space(_with(**changes), Path("s.yaml")).spec
 

@@ -8,8 +8,6 @@ import math
 import pytest
 
 from tuner.bench import ClientLag, LevelResult, RequestRecord
-from tuner.space.spec import OBJECTIVE_METRICS
-from tuner.errors import ConfigError
 from tuner.bench.summary import (
     Distribution,
     levels_document,
@@ -18,6 +16,8 @@ from tuner.bench.summary import (
     percentile,
     summarize,
 )
+from tuner.errors import ConfigError
+from tuner.space.spec import OBJECTIVE_METRICS
 
 
 def record(
@@ -35,10 +35,19 @@ def record(
     chunks = len(itl) + 1 if ttft is not None else 0
     e2el = ttft + sum(itl) if ttft is not None and error is None else None
     return RequestRecord(
-        concurrency=2, round=0, index=index, start_s=start, ttft_s=ttft, e2el_s=e2el,
-        itl_s=itl, chunks=chunks, prompt_tokens=prompt,
-        output_tokens=chunks if output is None else output, reasoning_tokens=reasoning,
-        tokens_estimated=estimated, error=error,
+        concurrency=2,
+        round=0,
+        index=index,
+        start_s=start,
+        ttft_s=ttft,
+        e2el_s=e2el,
+        itl_s=itl,
+        chunks=chunks,
+        prompt_tokens=prompt,
+        output_tokens=chunks if output is None else output,
+        reasoning_tokens=reasoning,
+        tokens_estimated=estimated,
+        error=error,
     )
 
 
@@ -66,8 +75,8 @@ def test_distribution_in_ms_with_population_std() -> None:
 
 
 def test_the_vllm_definitions() -> None:
-    a = record(0, ttft=0.1, itl=(0.02, 0.02, 0.02))               # 4 chunks, 4 tokens
-    b = record(1, start=0.5, ttft=0.3, itl=(0.04,), output=3)      # 2 chunks carrying 3 tokens
+    a = record(0, ttft=0.1, itl=(0.02, 0.02, 0.02))  # 4 chunks, 4 tokens
+    b = record(1, start=0.5, ttft=0.3, itl=(0.04,), output=3)  # 2 chunks carrying 3 tokens
     s = summarize(level(a, b, duration=2.0))
     assert (s.completed, s.errors, s.error_rate, s.flagged) == (2, 0, 0.0, None)
     assert s.ttft_ms.mean == pytest.approx(200.0) and s.ttft_ms.p50 == pytest.approx(200.0)
@@ -107,8 +116,12 @@ def test_the_error_threshold() -> None:
 
 
 def test_client_limited_levels_are_flagged_with_the_warning() -> None:
-    result = level(record(0), client_limited=True, warnings=("use --workers 2",),
-                   client_lag=ClientLag(max_s=0.05, p99_s=0.03, busy=0.97))
+    result = level(
+        record(0),
+        client_limited=True,
+        warnings=("use --workers 2",),
+        client_lag=ClientLag(max_s=0.05, p99_s=0.03, busy=0.97),
+    )
     s = summarize(result)
     assert s.flagged is not None and "client-limited" in s.flagged and "--workers 2" in s.flagged
     assert s.client_lag_ms_p99 == pytest.approx(30.0)
@@ -122,9 +135,9 @@ def test_a_level_where_everything_failed_cannot_look_fast() -> None:
 
 
 def test_goodput_as_vllm() -> None:
-    fast = record(0, ttft=0.1, itl=(0.01,) * 3)            # TTFT 100 ms, e2el 130 ms
-    slow_first = record(1, ttft=0.6, itl=(0.01,) * 3)      # TTFT 600 ms
-    slow_tokens = record(2, ttft=0.1, itl=(0.5,) * 3)      # TPOT 500 ms
+    fast = record(0, ttft=0.1, itl=(0.01,) * 3)  # TTFT 100 ms, e2el 130 ms
+    slow_first = record(1, ttft=0.6, itl=(0.01,) * 3)  # TTFT 600 ms
+    slow_tokens = record(2, ttft=0.1, itl=(0.5,) * 3)  # TPOT 500 ms
     result = level(fast, slow_first, slow_tokens, duration=1.0)
     assert summarize(result, goodput={"ttft_ms": 500}).goodput == pytest.approx(2.0)
     both = {"ttft_ms": 500, "tpot_ms": 100}

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, parse_space
 from tuner.study.search import (
     EffectModel,
@@ -23,7 +24,6 @@ from tuner.study.search import (
     setting_worth,
     simplify,
 )
-from tuner.space.settings import settings_from_params
 
 
 def _spec(metric: str = "output_throughput", constraints: list[str] | None = None):  # type: ignore[no-untyped-def]

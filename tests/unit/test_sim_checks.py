@@ -25,23 +25,43 @@ def test_defaults_start(profile: str) -> None:
 @pytest.mark.parametrize(
     ("profile", "argv", "phase", "text"),
     [
-        (KIMI, ["-tp", "6"], "start",
-         "ValueError: Total number of attention heads (64) must be divisible by tensor "
-         "parallel size (6)."),
+        (
+            KIMI,
+            ["-tp", "6"],
+            "start",
+            "ValueError: Total number of attention heads (64) must be divisible by tensor "
+            "parallel size (6).",
+        ),
         (KIMI, ["-tp", "16"], "start", "cannot be larger than the number of available GPUs"),
-        (KIMI, ["--max-num-batched-tokens", "512"], "start",
-         "max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024)"),
+        (
+            KIMI,
+            ["--max-num-batched-tokens", "512"],
+            "start",
+            "max_num_batched_tokens (512) must be greater than or equal to max_num_seqs (1024)",
+        ),
         (KIMI, ["--max-model-len", "999999"], "start", "User-specified max_model_len"),
         (KIMI, ["--fail-at-start", "nope"], "start", "RuntimeError: nope"),
         (KIMI, ["-tp", "4"], "load", "torch.OutOfMemoryError: CUDA out of memory."),
-        (KIMI, ["--gpu-memory-utilization", "0.8"], "warmup",
-         "To serve at least one request with the models's max seq len (262144)"),
+        (
+            KIMI,
+            ["--gpu-memory-utilization", "0.8"],
+            "warmup",
+            "To serve at least one request with the models's max seq len (262144)",
+        ),
         (KIMI, ["--fail-after-load"], "warmup", "RuntimeError: simulated failure after load"),
-        (MINIMAX, ["-tp", "8"], "init",
-         "ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
-         "weight quantization block_n = 128."),
-        (MINIMAX, ["-tp", "6"], "init",
-         "Total number of KV heads (8) must be divisible by tensor parallel size (6)"),
+        (
+            MINIMAX,
+            ["-tp", "8"],
+            "init",
+            "ValueError: The output_size of gate's and up's weight = 192 is not divisible by "
+            "weight quantization block_n = 128.",
+        ),
+        (
+            MINIMAX,
+            ["-tp", "6"],
+            "init",
+            "Total number of KV heads (8) must be divisible by tensor parallel size (6)",
+        ),
         (MINIMAX, ["-tp", "2"], "load", "CUDA out of memory"),
     ],
 )

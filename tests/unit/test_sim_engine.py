@@ -90,7 +90,8 @@ def test_prefill_makes_a_step_longer() -> None:
     plan = engine.schedule()
     assert plan is not None
     expect = model.step_time(KIMI, engine.settings, 1) + model.prefill_time(
-        KIMI, engine.settings, 1000)
+        KIMI, engine.settings, 1000
+    )
     assert plan.duration == pytest.approx(expect)
 
 

@@ -42,7 +42,7 @@ def sse_events(data: bytes) -> list[object]:
     events = []
     for block in data.decode().split("\n\n")[:-1]:
         assert block.startswith("data: ")
-        payload = block[len("data: "):]
+        payload = block[len("data: ") :]
         events.append(payload if payload == "[DONE]" else json.loads(payload))
     return events
 
@@ -51,10 +51,16 @@ def sse_events(data: bytes) -> list[object]:
 def test_prompt_tokens_are_words() -> None:
     req = completion(max_tokens=5)
     assert (req.prompt_tokens, req.max_tokens, req.stream) == (3, 5, False)
-    assert parse_request("completion", {"model": "sim/m", "prompt": [1, 2, 3, 4]}, NAMES,
-                         100).prompt_tokens == 4
-    assert parse_request("completion", {"model": "sim/m", "prompt": ["x y"]}, NAMES,
-                         100).prompt_tokens == 2
+    assert (
+        parse_request(
+            "completion", {"model": "sim/m", "prompt": [1, 2, 3, 4]}, NAMES, 100
+        ).prompt_tokens
+        == 4
+    )
+    assert (
+        parse_request("completion", {"model": "sim/m", "prompt": ["x y"]}, NAMES, 100).prompt_tokens
+        == 2
+    )
 
 
 def test_chat_adds_template_tokens() -> None:
@@ -84,14 +90,20 @@ def test_stream_options() -> None:
         ({"prompt": "x", "max_tokens": 1}, 400, "model is required"),
         ({"model": "other", "prompt": "x"}, 404, "The model `other` does not exist."),
         ({"model": "sim/m"}, 400, "prompt is required"),
-        ({"model": "sim/m", "prompt": "x", "max_tokens": 0}, 400,
-         "max_tokens must be at least 1, got 0."),
+        (
+            {"model": "sim/m", "prompt": "x", "max_tokens": 0},
+            400,
+            "max_tokens must be at least 1, got 0.",
+        ),
         ({"model": "sim/m", "prompt": "x", "max_tokens": -3}, 400, "at least 1"),
         ({"model": "sim/m", "prompt": "x", "max_tokens": "5"}, 400, "must be an integer"),
         ({"model": "sim/m", "prompt": "x", "n": 2}, 400, "n=1"),
         ({"model": "sim/m", "prompt": ["a", "b"]}, 400, "one prompt"),
-        ({"model": "sim/m", "prompt": "x " * 90, "max_tokens": 20}, 400,
-         "maximum context length is 100 tokens"),
+        (
+            {"model": "sim/m", "prompt": "x " * 90, "max_tokens": 20},
+            400,
+            "maximum context length is 100 tokens",
+        ),
     ],
 )
 def test_completion_errors(body: dict[str, object], status: int, text: str) -> None:
@@ -133,8 +145,11 @@ def test_completion_chunks() -> None:
     assert len(last["choices"][0]["text"].split()) == 2  # type: ignore[index]
     assert last["choices"][0]["finish_reason"] == "length"  # type: ignore[index]
     assert usage["choices"] == []  # type: ignore[index]
-    assert usage["usage"] == {"prompt_tokens": 3, "completion_tokens": 3,  # type: ignore[index]
-                              "total_tokens": 6}
+    assert usage["usage"] == {
+        "prompt_tokens": 3,
+        "completion_tokens": 3,  # type: ignore[index]
+        "total_tokens": 6,
+    }
     assert done == "[DONE]"
 
 
@@ -150,8 +165,7 @@ def test_chat_chunks_with_reasoning() -> None:
     assert list(deltas[4]) == ["content"]
     assert events[-1]["choices"][0]["finish_reason"] == "length"  # type: ignore[index]
     assert all(e["object"] == "chat.completion.chunk" for e in events)  # type: ignore[index]
-    words = "".join(
-        d.get("reasoning_content", "") + d.get("content", "") for d in deltas).split()
+    words = "".join(d.get("reasoning_content", "") + d.get("content", "") for d in deltas).split()
     assert len(words) == 4
 
 
@@ -159,7 +173,9 @@ def test_chat_without_reasoning_has_only_content() -> None:
     w = StreamWriter(chat(stream=True), reasoning_tokens=0)
     events = sse_events(w.tokens(0, 2, "stop"))
     assert [list(e["choices"][0]["delta"]) for e in events] == [  # type: ignore[index]
-        ["role", "content"], ["content"]]
+        ["role", "content"],
+        ["content"],
+    ]
 
 
 def test_full_responses() -> None:
@@ -180,11 +196,19 @@ def test_metrics_parse_with_prometheus_client() -> None:
     engine.finish_step(engine.schedule())  # type: ignore[arg-type]
     text = metrics.render(engine, 'sim/"quoted"')
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting",
-                 "vllm:kv_cache_usage_perc"):
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+    ):
         assert families[name].type == "gauge"
-    for name in ("vllm:num_preemptions", "vllm:prompt_tokens", "vllm:generation_tokens",
-                 "vllm:prefix_cache_queries", "vllm:prefix_cache_hits"):
+    for name in (
+        "vllm:num_preemptions",
+        "vllm:prompt_tokens",
+        "vllm:generation_tokens",
+        "vllm:prefix_cache_queries",
+        "vllm:prefix_cache_hits",
+    ):
         assert families[name].type == "counter"
     sample = families["vllm:num_requests_running"].samples[0]
     assert sample.labels["model_name"] == 'sim/"quoted"' and sample.value == 1.0
@@ -195,10 +219,13 @@ def test_metrics_parse_with_prometheus_client() -> None:
 
 def test_progress_line_shape() -> None:
     assert progress_line(36, 64, 20.0) == (
-        "Loading safetensors checkpoint shards:  56% Completed | 36/64 [00:20<00:15,  1.80it/s]")
+        "Loading safetensors checkpoint shards:  56% Completed | 36/64 [00:20<00:15,  1.80it/s]"
+    )
     assert progress_line(0, 64, 0.0) == (
-        "Loading safetensors checkpoint shards:   0% Completed | 0/64 [00:00<?, ?it/s]")
+        "Loading safetensors checkpoint shards:   0% Completed | 0/64 [00:00<?, ?it/s]"
+    )
     assert progress_line(1, 64, 33.75).endswith("[00:33<35:26, 33.75s/it]")
     assert progress_line(64, 64, 2160.0).startswith(
-        "Loading safetensors checkpoint shards: 100% Completed | 64/64 [36:00<00:00")
+        "Loading safetensors checkpoint shards: 100% Completed | 64/64 [36:00<00:00"
+    )
     assert format_duration(3725) == "1:02:05"

@@ -83,8 +83,13 @@ def test_nccl_moves_kimi_by_at_most_two_percent(
         {"NCCL_NTHREADS": "512"},
         {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
         {"CUDA_DEVICE_MAX_CONNECTIONS": "32"},
-        {"NCCL_PROTO": "Simple", "NCCL_ALGO": "allreduce:tree", "NCCL_MAX_NCHANNELS": "1",
-         "NCCL_BUFFSIZE": "65536", "NCCL_NTHREADS": "64"},  # everything bad at once
+        {
+            "NCCL_PROTO": "Simple",
+            "NCCL_ALGO": "allreduce:tree",
+            "NCCL_MAX_NCHANNELS": "1",
+            "NCCL_BUFFSIZE": "65536",
+            "NCCL_NTHREADS": "64",
+        },  # everything bad at once
     ],
 )
 def test_other_nccl_knobs_are_small(env: dict[str, str]) -> None:
@@ -94,14 +99,22 @@ def test_other_nccl_knobs_are_small(env: dict[str, str]) -> None:
 
 
 def test_small_knobs_are_tiny() -> None:
-    for env in ({"NCCL_BUFFSIZE": "16777216"}, {"NCCL_NTHREADS": "256"},
-                {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}):
+    for env in (
+        {"NCCL_BUFFSIZE": "16777216"},
+        {"NCCL_NTHREADS": "256"},
+        {"CUDA_DEVICE_MAX_CONNECTIONS": "1"},
+    ):
         assert abs(relative_speed(KIMI, settings(**env), 1) - 1.0) <= 0.006
 
 
 def test_the_calibrated_nccl_tuning_is_within_noise() -> None:
-    s = settings(NCCL_PROTO="LL", NCCL_ALGO="allreduce:ring", NCCL_MAX_NCHANNELS="16",
-                 NCCL_BUFFSIZE="16777216", CUDA_DEVICE_MAX_CONNECTIONS="1")
+    s = settings(
+        NCCL_PROTO="LL",
+        NCCL_ALGO="allreduce:ring",
+        NCCL_MAX_NCHANNELS="16",
+        NCCL_BUFFSIZE="16777216",
+        CUDA_DEVICE_MAX_CONNECTIONS="1",
+    )
     got = expected_output_throughput(KIMI, s, 1)
     assert 81.4 < got < 82.5  # calibration: 81.9, "within noise of the 81.4 baseline"
 
@@ -132,7 +145,8 @@ def test_disabling_custom_all_reduce_costs_a_few_percent_at_small_batch() -> Non
 def test_max_num_seqs_caps_the_batch() -> None:
     capped = settings("--max-num-seqs", "4")
     assert expected_output_throughput(KIMI, capped, 8) == pytest.approx(
-        expected_output_throughput(KIMI, None, 4))
+        expected_output_throughput(KIMI, None, 4)
+    )
     assert expected_output_throughput(KIMI, capped, 2) == expected_output_throughput(KIMI, None, 2)
 
 
@@ -163,7 +177,10 @@ def test_flat_has_kimis_speed() -> None:
 def test_needle_needs_all_three_settings() -> None:
     env = {"NCCL_ALGO": "allreduce:tree", "NCCL_PROTO": "LL128", "NCCL_MAX_NCHANNELS": "16"}
     assert dict(HIDDEN_GAIN_COMBINATION) == {
-        "allreduce_algo": "tree", "allreduce_proto": "LL128", "max_nchannels": "16"}
+        "allreduce_algo": "tree",
+        "allreduce_proto": "LL128",
+        "max_nchannels": "16",
+    }
     for c in (1, 8, 256):
         assert relative_speed("needle", settings(**env), c) == pytest.approx(1.08)
     for k in (1, 2):
@@ -182,8 +199,7 @@ def test_hidden_gain_builds_up_to_eight_percent_with_all_three() -> None:
     for c in (1, 8, 256):
         assert relative_speed("hidden-gain", settings(**env), c) == pytest.approx(1.08)
     for key in env:
-        assert relative_speed("hidden-gain", settings(**{key: env[key]}), 1) == pytest.approx(
-            1.025)
+        assert relative_speed("hidden-gain", settings(**{key: env[key]}), 1) == pytest.approx(1.025)
     for keys in itertools.combinations(env, 2):
         pair = settings(**{key: env[key] for key in keys})
         assert relative_speed("hidden-gain", pair, 1) == pytest.approx(1.025**2)

@@ -38,7 +38,7 @@ def test_defaults() -> None:
         (["--compilation-config", '{"level": 1}'], 1),
         (["--compilation-config", '{"mode": 0}'], 0),
         (["-O", '{"level": 3, "cudagraph_mode": "FULL"}'], 3),
-        (["--compilation-config={\"level\": 2}"], 2),
+        (['--compilation-config={"level": 2}'], 2),
         (["--compilation-config", '{"cudagraph_mode": "FULL"}'], None),
     ],
 )
@@ -53,9 +53,22 @@ def test_bad_compilation_level(bad: str) -> None:
 
 
 def test_vllm_flags() -> None:
-    s = parse("--port", "8000", "-tp", "8", "--max-num-seqs", "64", "--max-num-batched-tokens",
-              "4096", "--disable-custom-all-reduce", "--enforce-eager", "--served-model-name",
-              "a", "b", "--enable-expert-parallel")
+    s = parse(
+        "--port",
+        "8000",
+        "-tp",
+        "8",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "4096",
+        "--disable-custom-all-reduce",
+        "--enforce-eager",
+        "--served-model-name",
+        "a",
+        "b",
+        "--enable-expert-parallel",
+    )
     assert s.port == 8000
     assert s.tensor_parallel_size == 8
     assert s.max_num_seqs == 64
@@ -66,12 +79,31 @@ def test_vllm_flags() -> None:
 
 
 def test_positional_model_and_unknown_flags() -> None:
-    s = parse("moonshotai/Kimi-K2.5", "--trust-remote-code", "--kv-cache-dtype", "fp8",
-              "--port", "9000", "--swap-space=4", "--some-offset", "-1", "--block-size", "16")
+    s = parse(
+        "moonshotai/Kimi-K2.5",
+        "--trust-remote-code",
+        "--kv-cache-dtype",
+        "fp8",
+        "--port",
+        "9000",
+        "--swap-space=4",
+        "--some-offset",
+        "-1",
+        "--block-size",
+        "16",
+    )
     assert s.model == "moonshotai/Kimi-K2.5"
     assert s.port == 9000
-    assert s.unknown_args == ("--trust-remote-code", "--kv-cache-dtype", "fp8",
-                              "--swap-space=4", "--some-offset", "-1", "--block-size", "16")
+    assert s.unknown_args == (
+        "--trust-remote-code",
+        "--kv-cache-dtype",
+        "fp8",
+        "--swap-space=4",
+        "--some-offset",
+        "-1",
+        "--block-size",
+        "16",
+    )
 
 
 def test_unknown_flag_value_is_not_taken_for_the_model() -> None:
@@ -103,8 +135,21 @@ def test_bad_values_raise_argerror(argv: list[str]) -> None:
 
 
 def test_sim_flags() -> None:
-    s = parse("--profile", "flat", "--load-seconds", "0.2", "--seed", "7", "--time-scale",
-              "0.01", "--leave-orphan", "--flood-log", "--shm-prefix", "t", "--fail-after-load")
+    s = parse(
+        "--profile",
+        "flat",
+        "--load-seconds",
+        "0.2",
+        "--seed",
+        "7",
+        "--time-scale",
+        "0.01",
+        "--leave-orphan",
+        "--flood-log",
+        "--shm-prefix",
+        "t",
+        "--fail-after-load",
+    )
     assert (s.profile, s.load_seconds, s.seed, s.time_scale) == ("flat", 0.2, 7, 0.01)
     assert s.leave_orphan and s.flood_log and s.shm_prefix == "t"
     assert s.fail_after_load == "simulated failure after load"
@@ -129,10 +174,23 @@ def test_strict_false_keeps_the_nccl_error_for_later() -> None:
 def test_main_help_lists_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for flag in ("--port", "--profile", "--load-seconds", "--seed", "--time-scale",
-                 "--leave-orphan", "--flood-log", "--shm-prefix", "--max-num-seqs",
-                 "--tensor-parallel-size", "--disable-custom-all-reduce", "--enforce-eager",
-                 "--compilation-config", "--fail-after-load", "--fail-at-start"):
+    for flag in (
+        "--port",
+        "--profile",
+        "--load-seconds",
+        "--seed",
+        "--time-scale",
+        "--leave-orphan",
+        "--flood-log",
+        "--shm-prefix",
+        "--max-num-seqs",
+        "--tensor-parallel-size",
+        "--disable-custom-all-reduce",
+        "--enforce-eager",
+        "--compilation-config",
+        "--fail-after-load",
+        "--fail-at-start",
+    ):
         assert flag in out
 
 
@@ -143,10 +201,16 @@ def test_main_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 # -- NCCL ------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("raw", "protos"), [
-    ("LL", {"ll"}), ("ll128", {"ll128"}), ("Simple,LL", {"simple", "ll"}),
-    ("^LL128", {"ll", "simple"}), ("allreduce:LL128", {"ll128"}),
-])
+@pytest.mark.parametrize(
+    ("raw", "protos"),
+    [
+        ("LL", {"ll"}),
+        ("ll128", {"ll128"}),
+        ("Simple,LL", {"simple", "ll"}),
+        ("^LL128", {"ll", "simple"}),
+        ("allreduce:LL128", {"ll128"}),
+    ],
+)
 def test_proto_grammar(raw: str, protos: set[str]) -> None:
     nccl, _ = parse_nccl_env({"NCCL_PROTO": raw})
     assert nccl.allreduce_protos() == frozenset(protos)
@@ -178,12 +242,22 @@ def test_nccl_refusals(env: dict[str, str], message: str) -> None:
 
 
 def test_valid_nccl_values() -> None:
-    nccl, warnings = parse_nccl_env({
-        "NCCL_MIN_NCHANNELS": "4", "NCCL_MAX_NCHANNELS": "16", "NCCL_BUFFSIZE": "16777216",
-        "NCCL_NTHREADS": "512", "CUDA_DEVICE_MAX_CONNECTIONS": "1", "NCCL_DEBUG": "INFO",
-    })
+    nccl, warnings = parse_nccl_env(
+        {
+            "NCCL_MIN_NCHANNELS": "4",
+            "NCCL_MAX_NCHANNELS": "16",
+            "NCCL_BUFFSIZE": "16777216",
+            "NCCL_NTHREADS": "512",
+            "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+            "NCCL_DEBUG": "INFO",
+        }
+    )
     assert (nccl.min_nchannels, nccl.max_nchannels, nccl.buffsize, nccl.nthreads) == (
-        4, 16, 16777216, 512)
+        4,
+        16,
+        16777216,
+        512,
+    )
     assert nccl.cuda_device_max_connections == 1
     assert warnings == []
 

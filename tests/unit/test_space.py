@@ -1,4 +1,7 @@
-"""suggest() (tuner/study/suggest.py) and Settings (tuner/space/settings.py): params become env and argv, 'default' means unset, constraints hold."""
+"""suggest() (tuner/study/suggest.py) and Settings (tuner/space/settings.py).
+
+Params become env and argv, 'default' means unset, constraints hold.
+"""
 
 from __future__ import annotations
 
@@ -73,7 +76,10 @@ def test_default_everywhere_sets_nothing_and_unsets_every_env_param() -> None:
 def test_changed_from_defaults_keeps_order_and_drops_only_the_word_default() -> None:
     params = {"b": "default", "a": 0, "c": False, "d": "Default", "e": "x"}
     assert list(changed_from_defaults(params).items()) == [
-        ("a", 0), ("c", False), ("d", "Default"), ("e", "x")
+        ("a", 0),
+        ("c", False),
+        ("d", "Default"),
+        ("e", "x"),
     ]
 
 

@@ -10,7 +10,6 @@ import pytest
 from rich.console import Console
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.telemetry.gpu import GpuInfo, NullGpuBackend
 from tuner.telemetry import (
     Inventory,
     collect_inventory,
@@ -19,6 +18,7 @@ from tuner.telemetry import (
     render_inventory,
     render_inventory_dict,
 )
+from tuner.telemetry.gpu import GpuInfo, NullGpuBackend
 
 NO_GPU = "no NVIDIA GPU: GPU telemetry off"
 

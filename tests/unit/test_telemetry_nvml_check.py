@@ -17,9 +17,9 @@ import pytest
 
 import tuner.telemetry.gpu as gpu_module
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.telemetry.gpu import GpuProcess, NullGpuBackend
 from tuner.telemetry import gpu_sampler
 from tuner.telemetry import gpu_summary as summary
+from tuner.telemetry.gpu import GpuProcess, NullGpuBackend
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "nvml_check.py"
 MIB = 1024 * 1024

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.telemetry.gpu import GpuSample, NullGpuBackend
 from tuner.telemetry import GpuSampler
+from tuner.telemetry.gpu import GpuSample, NullGpuBackend
 from tuner.telemetry.sampler import PeriodicSampler
 
 DEADLINE_S = 10.0

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.fakes import FakeGpu, FakeGpuBackend
-from tuner.telemetry.gpu import GpuSample
 from tuner.telemetry import GpuSummary, summarize_gpu
+from tuner.telemetry.gpu import GpuSample
 from tuner.telemetry.gpu_summary import average_power_w
 
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 
-from tuner.space.spec import load_space
 from tuner.space.model_limits import (
     expert_parallel,
     find_config_json,
@@ -20,6 +19,7 @@ from tuner.space.model_limits import (
     settings_refusal,
     tensor_parallel_size,
 )
+from tuner.space.spec import load_space
 
 LLAMA = {  # Llama-3-70B-like: grouped-query attention
     "architectures": ["LlamaForCausalLM"],

@@ -53,8 +53,15 @@ class LiveStats:
 
     def add(self, other: LiveStats) -> None:
         """Fold a worker's counters into this one (the phase stays)."""
-        for name in ("sent", "completed", "errors", "in_flight", "chunks", "chunks_done",
-                     "output_tokens"):
+        for name in (
+            "sent",
+            "completed",
+            "errors",
+            "in_flight",
+            "chunks",
+            "chunks_done",
+            "output_tokens",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.lag_max_s = max(self.lag_max_s, other.lag_max_s)
         self.last_error = other.last_error or self.last_error
@@ -90,7 +97,12 @@ def make_builder(load: LoadSpec) -> BodyBuilder:
 
 
 def to_record(
-    ex: Exchange, *, concurrency: int, round_index: int, index: int, t0: float,
+    ex: Exchange,
+    *,
+    concurrency: int,
+    round_index: int,
+    index: int,
+    t0: float,
     expected_prompt_tokens: int,
 ) -> RequestRecord:
     """Turn one finished exchange into its immutable record (tokens from usage if sent)."""
@@ -216,7 +228,11 @@ async def run_window(
         in_flight -= 1
         live.in_flight = in_flight
         record = to_record(
-            ex, concurrency=load.concurrency, round_index=round_index, index=index, t0=t0,
+            ex,
+            concurrency=load.concurrency,
+            round_index=round_index,
+            index=index,
+            t0=t0,
             expected_prompt_tokens=expected,
         )
         records.append(record)
@@ -382,7 +398,13 @@ async def measure_in_process(
         await warm_up(pool, builder, load, live)
         prepared = prepare(builder, target, share)
         return await run_window(
-            pool, builder, load, share, round_index=round_index, t0=None, live=live,
+            pool,
+            builder,
+            load,
+            share,
+            round_index=round_index,
+            t0=None,
+            live=live,
             prepared=prepared,
         )
     finally:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from tuner.space.spec import BenchmarkSpec
 from tuner.errors import ConfigError
+from tuner.space.spec import BenchmarkSpec
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ import httpx
 
 from tuner.bench import clock
 from tuner.bench.http import Target
+from tuner.bench.level import LiveStats, Window, measure_in_process, summarize_lag
 from tuner.bench.load import LoadSpec, split
 from tuner.bench.records import ClientLag, LevelResult
-from tuner.bench.level import LiveStats, Window, measure_in_process, summarize_lag
 from tuner.errors import BenchmarkError
 
 LAG_LIMIT_S = 0.010
@@ -124,9 +124,7 @@ def _measure(
 def assemble(load: LoadSpec, round_index: int, windows: Sequence[Window]) -> LevelResult:
     """One LevelResult from each process's window, with the client's self-check."""
     t0 = min(w.t0 for w in windows)
-    records = sorted(
-        (r for w in windows for r in w.records), key=lambda r: (r.start_s, r.index)
-    )
+    records = sorted((r for w in windows for r in w.records), key=lambda r: (r.start_s, r.index))
     t_end = max(w.t_end for w in windows)
     samples = [s for w in windows for s in w.lag_samples]
     lag = summarize_lag(

@@ -62,8 +62,9 @@ def load_prompts(path: str | Path) -> list[Prompt]:
         lines = file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read prompts file: {exc}") from exc
-    prompts = [_prompt_line(file, number, line) for number, line in enumerate(lines, 1)
-               if line.strip()]
+    prompts = [
+        _prompt_line(file, number, line) for number, line in enumerate(lines, 1) if line.strip()
+    ]
     if not prompts:
         raise ConfigError(f"{file}: the prompts file has no prompts")
     return prompts
@@ -144,9 +145,7 @@ class BodyBuilder:
             body["max_completion_tokens"] = max_tokens
         else:
             if prompt.prompt is None:
-                raise ConfigError(
-                    "a prompts file with 'messages' needs the chat API (--api chat)"
-                )
+                raise ConfigError("a prompts file with 'messages' needs the chat API (--api chat)")
             body["prompt"] = prompt.prompt
             body["max_tokens"] = max_tokens
         body["stream"] = True

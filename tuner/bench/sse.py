@@ -39,8 +39,12 @@ _REASONING_CONTENT = b'"reasoning_content":"'
 _REASONING = b'"reasoning":"'
 _QUOTE = 0x22
 # Content before reasoning, as in parse_event: a chunk with both counts as content.
-_KEYS = ((_TEXT, CONTENT), (_CONTENT, CONTENT), (_REASONING_CONTENT, REASONING),
-         (_REASONING, REASONING))
+_KEYS = (
+    (_TEXT, CONTENT),
+    (_CONTENT, CONTENT),
+    (_REASONING_CONTENT, REASONING),
+    (_REASONING, REASONING),
+)
 
 
 def classify(payload: bytes) -> int:

@@ -172,8 +172,13 @@ class LevelSummary:
 
 _FAMILIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
 _SCALARS = (
-    "output_throughput", "request_throughput", "total_throughput", "peak_output_throughput",
-    "goodput", "error_rate", "tokens_per_chunk",
+    "output_throughput",
+    "request_throughput",
+    "total_throughput",
+    "peak_output_throughput",
+    "goodput",
+    "error_rate",
+    "tokens_per_chunk",
 )
 
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from tuner.bench import clock
 from tuner.bench.http import Pool, Target
-from tuner.bench.load import LoadSpec, Share, split
 from tuner.bench.level import LiveStats, Window, make_builder, prepare, run_window, warm_up
+from tuner.bench.load import LoadSpec, Share, split
 from tuner.errors import BenchmarkError
 
 _READY_TIMEOUT_S = 120.0
@@ -141,8 +141,17 @@ def _collect(workers: list[_Worker], live: LiveStats) -> list[Window]:
         total = LiveStats()
         for stats in progress.values():
             total.add(stats)
-        for name in ("sent", "completed", "errors", "in_flight", "chunks", "chunks_done",
-                     "output_tokens", "lag_max_s", "last_error"):
+        for name in (
+            "sent",
+            "completed",
+            "errors",
+            "in_flight",
+            "chunks",
+            "chunks_done",
+            "output_tokens",
+            "lag_max_s",
+            "last_error",
+        ):
             setattr(live, name, getattr(total, name))
     return [windows[w.index] for w in workers]
 
@@ -182,7 +191,13 @@ async def _worker(
         reporter = asyncio.ensure_future(_report(conn, live))
         try:
             return await run_window(
-                pool, builder, load, share, round_index=round_index, t0=t0, live=live,
+                pool,
+                builder,
+                load,
+                share,
+                round_index=round_index,
+                t0=t0,
+                live=live,
                 prepared=prepared,
             )
         finally:

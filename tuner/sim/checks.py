@@ -46,7 +46,7 @@ _LOAD_FRAME = (
 _NCCL_FRAME = (
     '  File "/opt/vllm/lib/python3.12/site-packages/vllm/distributed/device_communicators/'
     'pynccl_wrapper.py", line 297, in NCCL_CHECK',
-    "    raise RuntimeError(f\"NCCL error: {error_str}\")",
+    '    raise RuntimeError(f"NCCL error: {error_str}")',
 )
 _WARMUP_FRAME = (
     '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 335, '
@@ -81,98 +81,119 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
     if settings.fail_at_start:
         out.append(Failure("start", f"RuntimeError: {settings.fail_at_start}", _CONFIG_FRAME))
     if profile.num_attention_heads % tp:
-        out.append(Failure(
-            "start",
-            f"ValueError: Total number of attention heads ({profile.num_attention_heads}) must "
-            f"be divisible by tensor parallel size ({tp}).",
-            _CONFIG_FRAME,
-        ))
+        out.append(
+            Failure(
+                "start",
+                f"ValueError: Total number of attention heads ({profile.num_attention_heads}) must "
+                f"be divisible by tensor parallel size ({tp}).",
+                _CONFIG_FRAME,
+            )
+        )
     if tp > profile.gpus:
-        out.append(Failure(
-            "start",
-            f"ValueError: Tensor parallel size ({tp}) cannot be larger than the number of "
-            f"available GPUs ({profile.gpus}).",
-            _CONFIG_FRAME,
-        ))
+        out.append(
+            Failure(
+                "start",
+                f"ValueError: Tensor parallel size ({tp}) cannot be larger than the number of "
+                f"available GPUs ({profile.gpus}).",
+                _CONFIG_FRAME,
+            )
+        )
     seqs = effective_max_num_seqs(profile, settings)
     batched = effective_max_num_batched_tokens(profile, settings)
     if batched < seqs:
-        out.append(Failure(
-            "start",
-            f"ValueError: max_num_batched_tokens ({batched}) must be greater than or equal "
-            f"to max_num_seqs ({seqs}).",
-            _CONFIG_FRAME,
-        ))
+        out.append(
+            Failure(
+                "start",
+                f"ValueError: max_num_batched_tokens ({batched}) must be greater than or equal "
+                f"to max_num_seqs ({seqs}).",
+                _CONFIG_FRAME,
+            )
+        )
     if settings.max_model_len and settings.max_model_len > profile.max_model_len:
-        out.append(Failure(
-            "start",
-            f"ValueError: User-specified max_model_len ({settings.max_model_len}) is greater "
-            f"than the derived max_model_len (max_position_embeddings={profile.max_model_len} "
-            "in model's config.json).",
-            _CONFIG_FRAME,
-        ))
+        out.append(
+            Failure(
+                "start",
+                f"ValueError: User-specified max_model_len ({settings.max_model_len}) is greater "
+                f"than the derived max_model_len (max_position_embeddings={profile.max_model_len} "
+                "in model's config.json).",
+                _CONFIG_FRAME,
+            )
+        )
     # init: NCCL communicators, then building the model's layers
     if settings.nccl_error:
-        out.append(Failure(
-            "init",
-            "RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
-            _NCCL_FRAME,
-            nccl_warn=settings.nccl_error,
-        ))
+        out.append(
+            Failure(
+                "init",
+                "RuntimeError: NCCL error: invalid argument (run with NCCL_DEBUG=WARN for details)",
+                _NCCL_FRAME,
+                nccl_warn=settings.nccl_error,
+            )
+        )
     kv = profile.num_kv_heads
     if kv is not None and (kv % tp if tp <= kv else tp % kv):
-        out.append(Failure(
-            "init",
-            f"ValueError: Total number of KV heads ({kv}) must be divisible by tensor "
-            f"parallel size ({tp}).",
-            _MODEL_FRAME,
-        ))
+        out.append(
+            Failure(
+                "init",
+                f"ValueError: Total number of KV heads ({kv}) must be divisible by tensor "
+                f"parallel size ({tp}).",
+                _MODEL_FRAME,
+            )
+        )
     moe, block = profile.moe_intermediate_size, profile.weight_block_n
     if moe and block and not settings.enable_expert_parallel and (moe // tp) % block:
-        out.append(Failure(
-            "init",
-            f"ValueError: The output_size of gate's and up's weight = {moe // tp} is not "
-            f"divisible by weight quantization block_n = {block}.",
-            _MODEL_FRAME,
-        ))
+        out.append(
+            Failure(
+                "init",
+                f"ValueError: The output_size of gate's and up's weight = {moe // tp} is not "
+                f"divisible by weight quantization block_n = {block}.",
+                _MODEL_FRAME,
+            )
+        )
     # load: weights do not fit
     free = free_memory_gib(profile, settings)
     if free < 0:
         per_gpu = profile.weights_gib / tp
         fits = max(0.0, per_gpu + free) / per_gpu
         budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
-        out.append(Failure(
-            "load",
-            f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 "
-            f"has a total capacity of {profile.gpu_memory_gib:.2f} GiB of which "
-            f"{max(0.0, profile.gpu_memory_gib - budget):.2f} GiB is free. Including non-PyTorch "
-            f"memory, this process has {budget:.2f} GiB memory in use.",
-            _LOAD_FRAME,
-            load_fraction=min(0.95, fits),
-        ))
+        out.append(
+            Failure(
+                "load",
+                f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 "
+                f"has a total capacity of {profile.gpu_memory_gib:.2f} GiB of which "
+                f"{max(0.0, profile.gpu_memory_gib - budget):.2f} GiB is free. "
+                "Including non-PyTorch "
+                f"memory, this process has {budget:.2f} GiB memory in use.",
+                _LOAD_FRAME,
+                load_fraction=min(0.95, fits),
+            )
+        )
     # warmup: first collectives and KV-cache sizing
     warn = warmup_failure(settings.nccl, settings.nccl_version)
     if warn:
-        out.append(Failure(
-            "warmup",
-            "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
-            _WARMUP_FRAME + _NCCL_FRAME,
-            nccl_warn=warn,
-        ))
+        out.append(
+            Failure(
+                "warmup",
+                "RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)",
+                _WARMUP_FRAME + _NCCL_FRAME,
+                nccl_warn=warn,
+            )
+        )
     max_len = effective_max_model_len(profile, settings)
     capacity = kv_capacity_tokens(profile, settings)
     if free >= 0 and capacity < max_len:
         need = max_len * kv_cache_bytes_per_token_per_gpu(profile, tp) / GIB
-        out.append(Failure(
-            "warmup",
-            f"ValueError: To serve at least one request with the models's max seq len "
-            f"({max_len}), ({need:.2f} GiB KV cache is needed, which is larger than the "
-            f"available KV cache memory ({free:.2f} GiB). Based on the available memory, the "
-            f"estimated maximum model length is {capacity}. Try increasing "
-            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
-            "engine.",
-            _WARMUP_FRAME,
-        ))
+        out.append(
+            Failure(
+                "warmup",
+                f"ValueError: To serve at least one request with the models's max seq len "
+                f"({max_len}), ({need:.2f} GiB KV cache is needed, which is larger than the "
+                f"available KV cache memory ({free:.2f} GiB). Based on the available memory, the "
+                f"estimated maximum model length is {capacity}. Try increasing "
+                "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+                "engine.",
+                _WARMUP_FRAME,
+            )
+        )
     if settings.fail_after_load:
         out.append(Failure("warmup", f"RuntimeError: {settings.fail_after_load}", _WARMUP_FRAME))
     return out

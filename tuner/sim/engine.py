@@ -38,9 +38,20 @@ class Seq:
     """One request inside the engine."""
 
     __slots__ = (
-        "id", "prompt_tokens", "prompt_key", "target", "stop_is_eos", "generated",
-        "prefill_left", "kv", "state", "finish_reason", "waiter", "prompt_counted",
-        "first_schedule", "wake_at",
+        "id",
+        "prompt_tokens",
+        "prompt_key",
+        "target",
+        "stop_is_eos",
+        "generated",
+        "prefill_left",
+        "kv",
+        "state",
+        "finish_reason",
+        "waiter",
+        "prompt_counted",
+        "first_schedule",
+        "wake_at",
     )
 
     def __init__(

@@ -19,8 +19,10 @@ _COUNTERS = (
     ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
     ("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
     ("vllm:generation_tokens_total", "Number of generation tokens processed."),
-    ("vllm:prefix_cache_queries_total",
-     "Prefix cache queries, in terms of number of queried tokens."),
+    (
+        "vllm:prefix_cache_queries_total",
+        "Prefix cache queries, in terms of number of queried tokens.",
+    ),
     ("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
 )
 
@@ -45,24 +47,34 @@ def render(engine: Engine, model_name: str) -> str:
     }
     out: list[str] = []
     for name, help_text in _GAUGES:
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge",
-                f"{name}{{{labels}}} {values[name]!r}"]
+        out += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} gauge",
+            f"{name}{{{labels}}} {values[name]!r}",
+        ]
     for name, help_text in _COUNTERS:
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} counter",
-                f"{name}{{{labels}}} {values[name]!r}"]
+        out += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} counter",
+            f"{name}{{{labels}}} {values[name]!r}",
+        ]
     name = "vllm:request_success_total"
-    out += [f"# HELP {name} Count of successfully processed requests.",
-            f"# TYPE {name} counter"]
+    out += [f"# HELP {name} Count of successfully processed requests.", f"# TYPE {name} counter"]
     for reason in ("stop", "length", "abort"):
         count = float(stats.requests_finished.get(reason, 0))
         out.append(f'{name}{{{labels},finished_reason="{reason}"}} {count!r}')
     # The simulator's own health: lag resets mean the sim, not the "GPU", was the bottleneck.
     for name, help_text, value in (
         ("tuner_sim:engine_steps_total", "Simulated engine steps.", stats.steps_total),
-        ("tuner_sim:engine_lag_resets_total",
-         "Times the engine fell over 0.5 s behind schedule (simulator starved).",
-         stats.lag_resets_total),
+        (
+            "tuner_sim:engine_lag_resets_total",
+            "Times the engine fell over 0.5 s behind schedule (simulator starved).",
+            stats.lag_resets_total,
+        ),
     ):
-        out += [f"# HELP {name} {help_text}", f"# TYPE {name} counter",
-                f"{name}{{{labels}}} {float(value)!r}"]
+        out += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} counter",
+            f"{name}{{{labels}}} {float(value)!r}",
+        ]
     return "\n".join(out) + "\n"

@@ -24,11 +24,53 @@ Kind = Literal["completion", "chat"]
 
 # A fixed vocabulary of plain lowercase words: no JSON escaping is ever needed.
 WORDS = (
-    "the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by",
-    "at", "from", "this", "are", "be", "or", "an", "it", "which", "model", "token", "server",
-    "engine", "batch", "stream", "cache", "layer", "expert", "weight", "value", "signal",
-    "noise", "ring", "tree", "channel", "buffer", "thread", "graph", "kernel", "memory",
-    "latency", "through", "put", "step",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "was",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "by",
+    "at",
+    "from",
+    "this",
+    "are",
+    "be",
+    "or",
+    "an",
+    "it",
+    "which",
+    "model",
+    "token",
+    "server",
+    "engine",
+    "batch",
+    "stream",
+    "cache",
+    "layer",
+    "expert",
+    "weight",
+    "value",
+    "signal",
+    "noise",
+    "ring",
+    "tree",
+    "channel",
+    "buffer",
+    "thread",
+    "graph",
+    "kernel",
+    "memory",
+    "latency",
+    "through",
+    "put",
+    "step",
 )
 _WORD_BYTES = tuple((" " + w).encode() for w in WORDS)
 NATURAL_MIN, NATURAL_MAX = 64, 2048  # range of lengths when a request may stop at "EOS"
@@ -45,8 +87,14 @@ class ApiError(Exception):
 
     def body(self) -> dict[str, Any]:
         kind = {400: "BadRequestError", 404: "NotFoundError"}.get(self.status, "InternalError")
-        return {"error": {"message": self.message, "type": kind, "param": self.param,
-                          "code": self.status}}
+        return {
+            "error": {
+                "message": self.message,
+                "type": kind,
+                "param": self.param,
+                "code": self.status,
+            }
+        }
 
 
 @dataclass(frozen=True)
@@ -92,8 +140,10 @@ def _prompt_key(prompt: Any) -> tuple[Hashable, ...]:
         return tuple(prompt.split())
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         return _prompt_key(prompt[0])
-    if isinstance(prompt, list) and prompt and all(
-        isinstance(t, int) and not isinstance(t, bool) for t in prompt
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
     ):
         return tuple(prompt)
     if isinstance(prompt, list) and len(prompt) > 1:
@@ -110,9 +160,7 @@ def _chat_key(messages: Any) -> tuple[Hashable, ...]:
             raise ApiError(400, "each message needs a role and content.", param="messages")
         content = msg.get("content")
         if isinstance(content, list):  # [{"type": "text", "text": "..."}]
-            content = " ".join(
-                part.get("text", "") for part in content if isinstance(part, dict)
-            )
+            content = " ".join(part.get("text", "") for part in content if isinstance(part, dict))
         if content is None:
             content = ""
         if not isinstance(content, str):
@@ -173,8 +221,11 @@ def parse_request(
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-            "completion_tokens": completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "completion_tokens": completion_tokens,
+    }
 
 
 class TextSource:
@@ -186,8 +237,9 @@ class TextSource:
     def json_text(self, start: int, stop: int) -> bytes:
         """Tokens ``start..stop`` as a JSON string literal."""
         n = len(_WORD_BYTES)
-        return b'"' + b"".join(_WORD_BYTES[(self.offset + i) % n] for i in range(start, stop)) \
-            + b'"'
+        return (
+            b'"' + b"".join(_WORD_BYTES[(self.offset + i) % n] for i in range(start, stop)) + b'"'
+        )
 
     def text(self, start: int, stop: int) -> str:
         n = len(WORDS)
@@ -217,8 +269,11 @@ class StreamWriter:
         self.started = False
 
     def _chunk(self, field: bytes, text: bytes, finish_reason: str | None) -> bytes:
-        tail = self._open if finish_reason is None else self._tail.format(
-            json.dumps(finish_reason)).encode()
+        tail = (
+            self._open
+            if finish_reason is None
+            else self._tail.format(json.dumps(finish_reason)).encode()
+        )
         return self._prefix + field + text + tail
 
     def tokens(self, start: int, stop: int, finish_reason: str | None) -> bytes:
@@ -231,16 +286,21 @@ class StreamWriter:
             self.started = True
         split = min(max(self.reasoning_tokens, start), stop)
         if start < split:
-            out += self._chunk(b'"reasoning_content":', self.source.json_text(start, split),
-                               finish_reason if split == stop else None)
+            out += self._chunk(
+                b'"reasoning_content":',
+                self.source.json_text(start, split),
+                finish_reason if split == stop else None,
+            )
         if split < stop or start == stop:
-            out += self._chunk(b'"content":', self.source.json_text(split, stop),
-                               finish_reason)
+            out += self._chunk(b'"content":', self.source.json_text(split, stop), finish_reason)
         return out
 
     def usage(self, completion_tokens: int) -> bytes:
-        body = {**self._head, "choices": [],
-                "usage": _usage(self.req.prompt_tokens, completion_tokens)}
+        body = {
+            **self._head,
+            "choices": [],
+            "usage": _usage(self.req.prompt_tokens, completion_tokens),
+        }
         return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
     DONE = b"data: [DONE]\n\n"
@@ -256,23 +316,43 @@ def full_response(
     usage = _usage(req.prompt_tokens, completion_tokens)
     if req.kind == "completion":
         return {
-            "id": f"cmpl-{rid}", "object": "text_completion", "created": created,
+            "id": f"cmpl-{rid}",
+            "object": "text_completion",
+            "created": created,
             "model": req.model,
-            "choices": [{"index": 0, "text": source.text(0, completion_tokens),
-                         "logprobs": None, "finish_reason": finish_reason,
-                         "stop_reason": None, "prompt_logprobs": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "text": source.text(0, completion_tokens),
+                    "logprobs": None,
+                    "finish_reason": finish_reason,
+                    "stop_reason": None,
+                    "prompt_logprobs": None,
+                }
+            ],
             "usage": usage,
         }
     split = min(reasoning_tokens, completion_tokens)
-    message: dict[str, Any] = {"role": "assistant", "content": source.text(split,
-                                                                          completion_tokens)}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": source.text(split, completion_tokens),
+    }
     message["reasoning_content"] = source.text(0, split) if split else None
     message["tool_calls"] = []
     return {
-        "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": created,
+        "id": f"chatcmpl-{rid}",
+        "object": "chat.completion",
+        "created": created,
         "model": req.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": finish_reason, "stop_reason": None}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+                "stop_reason": None,
+            }
+        ],
         "usage": usage,
     }
 

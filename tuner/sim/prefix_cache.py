@@ -33,7 +33,7 @@ class PrefixCache:
         prev = 0
         full = len(tokens) // BLOCK_TOKENS
         for i in range(full):
-            prev = hash((prev, tuple(tokens[i * BLOCK_TOKENS:(i + 1) * BLOCK_TOKENS])))
+            prev = hash((prev, tuple(tokens[i * BLOCK_TOKENS : (i + 1) * BLOCK_TOKENS])))
             if matching and prev in self._blocks:
                 hits += BLOCK_TOKENS
                 self._blocks.move_to_end(prev)

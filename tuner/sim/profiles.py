@@ -157,8 +157,15 @@ REASONING = Profile(
         ThroughputTable(
             tensor_parallel_size=1,
             expert_parallel=False,
-            points=((1, 150.0), (2, 290.0), (4, 560.0), (8, 1050.0), (64, 5200.0),
-                    (256, 9000.0), (1024, 9600.0)),
+            points=(
+                (1, 150.0),
+                (2, 290.0),
+                (4, 560.0),
+                (8, 1050.0),
+                (64, 5200.0),
+                (256, 9000.0),
+                (1024, 9600.0),
+            ),
             source="invented: an 8B dense model on one 96 GB GPU",
         ),
     ),
@@ -184,16 +191,14 @@ MINIMAX = Profile(
         ThroughputTable(
             tensor_parallel_size=4,
             expert_parallel=False,
-            points=((1, 84.0), (2, 140.0), (4, 250.0), (8, 440.0), (256, 2586.0),
-                    (1024, 2650.0)),
+            points=((1, 84.0), (2, 140.0), (4, 250.0), (8, 440.0), (256, 2586.0), (1024, 2650.0)),
             source="calibration.yaml minimax-m2.5-fp8-tp4 (1 and 256; the rest shaped like "
             "Kimi's curve)",
         ),
         ThroughputTable(
             tensor_parallel_size=8,
             expert_parallel=True,
-            points=((1, 88.0), (2, 148.0), (4, 265.0), (8, 470.0), (256, 3982.0),
-                    (1024, 3997.0)),
+            points=((1, 88.0), (2, 148.0), (4, 265.0), (8, 470.0), (256, 3982.0), (1024, 3997.0)),
             source="calibration.yaml minimax-m2.5-fp8-tp8-ep (256 and 1024; the rest invented)",
         ),
     ),

@@ -34,8 +34,14 @@ from tuner.sim.profiles import Profile
 from tuner.sim.settings import SIM_VERSION
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 class SimApp:
@@ -104,8 +110,15 @@ class SimApp:
     async def models(self, request: web.Request) -> web.Response:
         created = int(self.config.get("started_at", 0))
         data = [
-            {"id": name, "object": "model", "created": created, "owned_by": "vllm",
-             "root": self.root, "parent": None, "max_model_len": self.max_model_len}
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": "vllm",
+                "root": self.root,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+            }
             for name in self.served_names
         ]
         return web.json_response({"object": "list", "data": data})
@@ -157,8 +170,10 @@ class SimApp:
         self, request: web.Request, req: GenRequest, seq: Seq, reasoning: int
     ) -> web.StreamResponse:
         resp = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream; charset=utf-8",
-                     "Cache-Control": "no-cache"}
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+            }
         )
         await resp.prepare(request)
         writer = StreamWriter(req, reasoning)

@@ -50,61 +50,140 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     srv.add_argument("--port", type=int, default=None, help="TCP port to listen on (required)")
     srv.add_argument("--model", default=None, help="model name (default: sim/<profile>)")
-    srv.add_argument("--served-model-name", nargs="+", default=None,
-                     help="name(s) the API answers to (default: the model)")
-    srv.add_argument("--disable-log-stats", action="store_true",
-                     help="do not log periodic throughput stats")
-    srv.add_argument("--disable-uvicorn-access-log", action="store_true",
-                     help="do not log one line per HTTP request")
+    srv.add_argument(
+        "--served-model-name",
+        nargs="+",
+        default=None,
+        help="name(s) the API answers to (default: the model)",
+    )
+    srv.add_argument(
+        "--disable-log-stats", action="store_true", help="do not log periodic throughput stats"
+    )
+    srv.add_argument(
+        "--disable-uvicorn-access-log",
+        action="store_true",
+        help="do not log one line per HTTP request",
+    )
     vllm = p.add_argument_group("vLLM engine flags the simulator models")
-    vllm.add_argument("-O", "--compilation-config", dest="compilation", default=None,
-                      metavar="LEVEL|JSON",
-                      help='compilation level: -O0..-O3, -O 3, or \'{"level": 3}\' / '
-                           '\'{"mode": 3}\' (default 3)')
-    vllm.add_argument("--enforce-eager", action="store_true",
-                      help="no CUDA graphs (about 25%% slower at small batch)")
-    vllm.add_argument("--max-num-seqs", type=int, default=None,
-                      help="max requests in a batch (default 1024)")
-    vllm.add_argument("--max-num-batched-tokens", type=int, default=None,
-                      help="token budget per engine step (default 8192)")
-    vllm.add_argument("-tp", "--tensor-parallel-size", dest="tensor_parallel_size", type=int,
-                      default=None, help="tensor-parallel size (default: the profile's)")
-    vllm.add_argument("--enable-expert-parallel", action="store_true",
-                      help="expert parallelism for MoE layers")
-    vllm.add_argument("--disable-custom-all-reduce", action="store_true",
-                      help="use NCCL for every all-reduce")
-    vllm.add_argument("--gpu-memory-utilization", type=float, default=0.9,
-                      help="fraction of GPU memory vLLM may use (default 0.9)")
-    vllm.add_argument("--max-model-len", type=int, default=None,
-                      help="context length (default: the profile's)")
-    vllm.add_argument("--enable-prefix-caching", dest="prefix_caching", action="store_true",
-                      default=True, help="reuse KV of repeated prompt prefixes (default on)")
-    vllm.add_argument("--no-enable-prefix-caching", dest="prefix_caching",
-                      action="store_false", help="disable prefix caching")
+    vllm.add_argument(
+        "-O",
+        "--compilation-config",
+        dest="compilation",
+        default=None,
+        metavar="LEVEL|JSON",
+        help="compilation level: -O0..-O3, -O 3, or '{\"level\": 3}' / '{\"mode\": 3}' (default 3)",
+    )
+    vllm.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="no CUDA graphs (about 25%% slower at small batch)",
+    )
+    vllm.add_argument(
+        "--max-num-seqs", type=int, default=None, help="max requests in a batch (default 1024)"
+    )
+    vllm.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        default=None,
+        help="token budget per engine step (default 8192)",
+    )
+    vllm.add_argument(
+        "-tp",
+        "--tensor-parallel-size",
+        dest="tensor_parallel_size",
+        type=int,
+        default=None,
+        help="tensor-parallel size (default: the profile's)",
+    )
+    vllm.add_argument(
+        "--enable-expert-parallel", action="store_true", help="expert parallelism for MoE layers"
+    )
+    vllm.add_argument(
+        "--disable-custom-all-reduce", action="store_true", help="use NCCL for every all-reduce"
+    )
+    vllm.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=0.9,
+        help="fraction of GPU memory vLLM may use (default 0.9)",
+    )
+    vllm.add_argument(
+        "--max-model-len", type=int, default=None, help="context length (default: the profile's)"
+    )
+    vllm.add_argument(
+        "--enable-prefix-caching",
+        dest="prefix_caching",
+        action="store_true",
+        default=True,
+        help="reuse KV of repeated prompt prefixes (default on)",
+    )
+    vllm.add_argument(
+        "--no-enable-prefix-caching",
+        dest="prefix_caching",
+        action="store_false",
+        help="disable prefix caching",
+    )
     sim = p.add_argument_group("simulator-only flags")
-    sim.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES),
-                     help=f"speed/behaviour profile (default {DEFAULT_PROFILE})")
-    sim.add_argument("--load-seconds", type=float, default=2.0,
-                     help="wall-clock seconds the model load takes (default 2.0; "
-                          "not multiplied by --time-scale)")
-    sim.add_argument("--seed", type=int, default=None,
-                     help="seed of the per-launch speed offset and step noise (default random)")
-    sim.add_argument("--time-scale", type=float, default=1.0,
-                     help="multiply every simulated engine duration by F (default 1.0)")
-    sim.add_argument("--nccl-version", default=DEFAULT_NCCL_VERSION,
-                     help=f"NCCL version to act as (default {DEFAULT_NCCL_VERSION}; a bare "
-                          "NCCL_ALGO fails at warmup from 2.31 on)")
-    sim.add_argument("--fail-at-start", nargs="?", const="simulated failure at start",
-                     default=None, metavar="MESSAGE", help="exit 1 before loading")
-    sim.add_argument("--fail-after-load", nargs="?", const="simulated failure after load",
-                     default=None, metavar="MESSAGE",
-                     help="exit 1 after loading, before /health answers")
-    sim.add_argument("--leave-orphan", action="store_true",
-                     help="spawn a worker in its own session that ignores SIGTERM (a leak)")
-    sim.add_argument("--flood-log", action="store_true",
-                     help="write log lines continuously (~60 KB/s)")
-    sim.add_argument("--shm-prefix", default=None,
-                     help="create /dev/shm/<prefix>_sim_<pid>, removed on clean shutdown")
+    sim.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        choices=sorted(PROFILES),
+        help=f"speed/behaviour profile (default {DEFAULT_PROFILE})",
+    )
+    sim.add_argument(
+        "--load-seconds",
+        type=float,
+        default=2.0,
+        help="wall-clock seconds the model load takes (default 2.0; "
+        "not multiplied by --time-scale)",
+    )
+    sim.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the per-launch speed offset and step noise (default random)",
+    )
+    sim.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="multiply every simulated engine duration by F (default 1.0)",
+    )
+    sim.add_argument(
+        "--nccl-version",
+        default=DEFAULT_NCCL_VERSION,
+        help=f"NCCL version to act as (default {DEFAULT_NCCL_VERSION}; a bare "
+        "NCCL_ALGO fails at warmup from 2.31 on)",
+    )
+    sim.add_argument(
+        "--fail-at-start",
+        nargs="?",
+        const="simulated failure at start",
+        default=None,
+        metavar="MESSAGE",
+        help="exit 1 before loading",
+    )
+    sim.add_argument(
+        "--fail-after-load",
+        nargs="?",
+        const="simulated failure after load",
+        default=None,
+        metavar="MESSAGE",
+        help="exit 1 after loading, before /health answers",
+    )
+    sim.add_argument(
+        "--leave-orphan",
+        action="store_true",
+        help="spawn a worker in its own session that ignores SIGTERM (a leak)",
+    )
+    sim.add_argument(
+        "--flood-log", action="store_true", help="write log lines continuously (~60 KB/s)"
+    )
+    sim.add_argument(
+        "--shm-prefix",
+        default=None,
+        help="create /dev/shm/<prefix>_sim_<pid>, removed on clean shutdown",
+    )
     return p
 
 

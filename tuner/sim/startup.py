@@ -39,9 +39,7 @@ ENV_NAMES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
 
 def sim_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment variables the simulated stack reads, for ``/sim/config``."""
-    return {
-        k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
-    }
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
 
 
 def _import_in_thread(name: str) -> asyncio.Future[ModuleType]:
@@ -95,8 +93,9 @@ class SimServer:
         self.log = Log()
         self.pid = os.getpid()
         self.host = socket.gethostname()
-        self.seed = settings.seed if settings.seed is not None else random.SystemRandom(
-        ).randrange(2**32)
+        self.seed = (
+            settings.seed if settings.seed is not None else random.SystemRandom().randrange(2**32)
+        )
         self.rng = random.Random(self.seed)
         self.speed_factor = launch_speed_factor(self.profile, self.rng)
         self.stop = asyncio.Event()
@@ -176,15 +175,22 @@ class SimServer:
         log.info("api_server.py:1885", f"vLLM API server version {SIM_VERSION}")
         log.info("utils.py:326", f"non-default args: {non_default_args(st)}")
         if st.unknown_args:
-            log.warning("arg_utils.py:1779", "The simulator ignores these arguments: "
-                        + " ".join(st.unknown_args))
+            log.warning(
+                "arg_utils.py:1779",
+                "The simulator ignores these arguments: " + " ".join(st.unknown_args),
+            )
         for warning in st.env_warnings:
             log.warning("envs.py:94", warning)
         try:
             sock = bind_socket(st.host, st.port or 0)
         except OSError as exc:
-            log.lines(["Traceback (most recent call last):",
-                       f"OSError: [Errno {exc.errno}] {exc.strerror}"], err=True)
+            log.lines(
+                [
+                    "Traceback (most recent call last):",
+                    f"OSError: [Errno {exc.errno}] {exc.strerror}",
+                ],
+                err=True,
+            )
             return 1
         try:
             return await self._startup_and_serve(sock)
@@ -203,15 +209,21 @@ class SimServer:
             self.shm = create_shm(st.shm_prefix, self.pid)
         if st.leave_orphan:
             self.orphan_pid = spawn_orphan(self.pid)
-            log.info("multiproc_executor.py:480",
-                     f"(VllmWorker rank=1 pid={self.orphan_pid}) orphan worker pid "
-                     f"{self.orphan_pid} started in its own session (simulated leak)")
+            log.info(
+                "multiproc_executor.py:480",
+                f"(VllmWorker rank=1 pid={self.orphan_pid}) orphan worker pid "
+                f"{self.orphan_pid} started in its own session (simulated leak)",
+            )
         tp = model.effective_tp(prof, st)
         log.info("pynccl.py:70", f"vLLM is using nccl=={st.nccl_version.split('+')[0]}")
-        log.line(f"{self.host}:{self.pid}:{self.pid} [0] NCCL INFO NCCL version "
-                 f"{st.nccl_version.split('+')[0]}+cuda12.9")
-        log.info("parallel_state.py:1208",
-                 f"rank 0 in world size {tp} is assigned as DP rank 0, PP rank 0, TP rank 0")
+        log.line(
+            f"{self.host}:{self.pid}:{self.pid} [0] NCCL INFO NCCL version "
+            f"{st.nccl_version.split('+')[0]}+cuda12.9"
+        )
+        log.info(
+            "parallel_state.py:1208",
+            f"rank 0 in world size {tp} is assigned as DP rank 0, PP rank 0, TP rank 0",
+        )
         if failure and failure.phase == "init":
             return self._fail(failure)
         # load: weights stream in
@@ -232,29 +244,40 @@ class SimServer:
             log.line(progress_line(i, shards, time.monotonic() - t0), err=True)
         took = time.monotonic() - t0
         log.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
-        log.info("gpu_model_runner.py:2370", f"Model loading took "
-                 f"{prof.weights_gib / tp:.4f} GiB and {took:.6f} seconds")
+        log.info(
+            "gpu_model_runner.py:2370",
+            f"Model loading took {prof.weights_gib / tp:.4f} GiB and {took:.6f} seconds",
+        )
         # warmup: KV cache sizing, graph capture, first collectives
         t1 = time.monotonic()
         warm_s = st.load_seconds - load_s
         cap = model.kv_capacity_tokens(prof, st)
         max_len = model.effective_max_model_len(prof, st)
-        log.info("gpu_worker.py:298",
-                 f"Available KV cache memory: {max(0.0, model.free_memory_gib(prof, st)):.2f} GiB")
+        log.info(
+            "gpu_worker.py:298",
+            f"Available KV cache memory: {max(0.0, model.free_memory_gib(prof, st)):.2f} GiB",
+        )
         log.info("kv_cache_utils.py:1087", f"GPU KV cache size: {cap:,} tokens")
-        log.info("kv_cache_utils.py:1091", f"Maximum concurrency for {max_len:,} tokens per "
-                 f"request: {cap / max_len:.2f}x")
+        log.info(
+            "kv_cache_utils.py:1091",
+            f"Maximum concurrency for {max_len:,} tokens per request: {cap / max_len:.2f}x",
+        )
         if await self._sleep(warm_s / 2):
             return self._stopped_early()
         if failure and failure.phase == "warmup":
             return self._fail(failure)
         if not st.enforce_eager and model.compilation_level(st) > 0:
-            log.info("gpu_model_runner.py:3480", "Graph capturing finished in "
-                     f"{max(1, round(warm_s / 2))} secs, took 0.52 GiB")
+            log.info(
+                "gpu_model_runner.py:3480",
+                f"Graph capturing finished in {max(1, round(warm_s / 2))} secs, took 0.52 GiB",
+            )
         if await self._sleep(t1 + warm_s - time.monotonic()):
             return self._stopped_early()
-        log.info("core.py:210", "init engine (profile, create kv cache, warmup model) took "
-                 f"{time.monotonic() - t1:.2f} seconds")
+        log.info(
+            "core.py:210",
+            "init engine (profile, create kv cache, warmup model) took "
+            f"{time.monotonic() - t1:.2f} seconds",
+        )
         server = await server_mod
         return await self._serve(server, sock, port)
 
@@ -276,8 +299,15 @@ class SimServer:
             access_log=not st.disable_access_log,
         ).build()
         log.info("api_server.py:1957", f"Starting vLLM API server 0 on http://{st.host}:{port}")
-        for route in ("/health", "/metrics", "/version", "/v1/models", "/v1/completions",
-                      "/v1/chat/completions", "/sim/config"):
+        for route in (
+            "/health",
+            "/metrics",
+            "/version",
+            "/v1/models",
+            "/v1/completions",
+            "/v1/chat/completions",
+            "/sim/config",
+        ):
             method = "POST" if route.startswith("/v1/c") else "GET"
             log.info("launcher.py:37", f"Route: {route}, Methods: {method}")
         log.line(f"INFO:     Started server process [{self.pid}]")
@@ -285,8 +315,7 @@ class SimServer:
         log.line("INFO:     Application startup complete.")
         runner = await server.start_http(app, sock)
         engine_task = asyncio.create_task(engine.run())
-        stats_task = None if st.disable_log_stats else asyncio.create_task(
-            self._log_stats(engine))
+        stats_task = None if st.disable_log_stats else asyncio.create_task(self._log_stats(engine))
         try:
             await self.stop.wait()
         finally:

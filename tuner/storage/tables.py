@@ -158,8 +158,6 @@ class ServerIdentityRecord:
     host: str
 
 
-
-
 def request_row(record: RequestRecord) -> dict[str, Any]:
     """A measured request as its ``tuner_requests`` row (without the level it belongs to)."""
     return dict(

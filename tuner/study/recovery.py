@@ -18,8 +18,8 @@ import psutil
 from optuna.trial import TrialState
 
 from tuner import launcher
-from tuner.launcher import procfs
 from tuner.events import SweepObserver
+from tuner.launcher import procfs
 from tuner.storage import LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.storage import open_storage, trial_id

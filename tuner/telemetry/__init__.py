@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tuner.telemetry.gpu_sampler import GpuSampler
+    from tuner.telemetry.gpu_summary import GpuStats, GpuSummary, summarize_gpu
     from tuner.telemetry.host import HostSample, HostSampler, HostSummary, summarize_host
     from tuner.telemetry.inventory import (
         Inventory,
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
         scrape_metrics_async,
     )
     from tuner.telemetry.sampler import PeriodicSampler
-    from tuner.telemetry.gpu_summary import GpuStats, GpuSummary, summarize_gpu
 
 _EXPORTS = {
     "GpuSampler": "gpu_sampler",

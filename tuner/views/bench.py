@@ -35,7 +35,9 @@ class BenchView:
     def __enter__(self) -> BenchView:
         if self.enabled:
             self._display = Live(
-                get_renderable=self._render, console=self.console, refresh_per_second=4,
+                get_renderable=self._render,
+                console=self.console,
+                refresh_per_second=4,
                 transient=True,
             )
             self._display.__enter__()
@@ -117,8 +119,12 @@ def levels_table(summaries: Sequence[LevelSummary], *, title: str | None = None)
         if goodput:
             row.append(_num(s.goodput, "{:.2f}"))
         row += [
-            _num(s.ttft_ms.p50), _num(s.ttft_ms.p99), _num(s.tpot_ms.p50),
-            _num(s.itl_ms.p50), _num(s.itl_ms.p99), _num(s.e2el_ms.p50),
+            _num(s.ttft_ms.p50),
+            _num(s.ttft_ms.p99),
+            _num(s.tpot_ms.p50),
+            _num(s.itl_ms.p50),
+            _num(s.itl_ms.p99),
+            _num(s.e2el_ms.p50),
         ]
         row.append(_flags(s))
         table.add_row(*row)
