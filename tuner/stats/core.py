@@ -22,7 +22,6 @@ from typing import Literal
 
 Direction = Literal["maximize", "minimize"]
 Verdict = Literal["better", "worse", "within noise"]
-StopReason = Literal["plateau", "budget", "interrupted", "all_failed"]
 
 DEFAULT_PRIOR_REL_SD = 0.01
 """Prior between-launch relative sd: 1%, about what a warm GPU box shows (81.9 vs 81.4)."""
@@ -49,51 +48,6 @@ def _variance(values: Sequence[float], mean: float | None = None) -> float:
     if mean is None:
         mean = math.fsum(values) / len(values)
     return math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (q in 0..100) with linear interpolation, as numpy's default."""
-    if len(values) == 0:
-        raise ValueError("percentile needs at least one value")
-    if not 0 <= q <= 100:
-        raise ValueError(f"q must be within 0..100, not {q}")
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The headline statistics of one sample (a latency family, say)."""
-
-    n: int
-    mean: float
-    sd: float | None
-    min: float
-    p50: float
-    p90: float
-    p99: float
-    max: float
-
-
-def summarize(values: Sequence[float]) -> Summary:
-    """Mean, sd and the percentiles the benchmark reports (p50, p90, p99)."""
-    if len(values) == 0:
-        raise ValueError("summarize needs at least one value")
-    mean = statistics.fmean(values)
-    sd = math.sqrt(_variance(values, mean)) if len(values) > 1 else None
-    return Summary(
-        n=len(values),
-        mean=mean,
-        sd=sd,
-        min=min(values),
-        p50=percentile(values, 50),
-        p90=percentile(values, 90),
-        p99=percentile(values, 99),
-        max=max(values),
-    )
 
 
 # ------------------------------------------------------------------- Student t, no scipy
@@ -668,20 +622,6 @@ def is_significant_gain(
     return verdict == "better"
 
 
-def appears_better(
-    candidate: ConfigEstimate, incumbent: ConfigEstimate, *, direction: Direction, min_gain: float
-) -> bool:
-    """Point estimates only: is the candidate ahead by more than min_gain?
-
-    A cheap screen for "launch it again to confirm": the confirmation then decides with
-    is_significant_gain on all its launches.
-    """
-    if incumbent.mean == 0:
-        return False
-    gain = (candidate.mean - incumbent.mean) / abs(incumbent.mean)
-    return (gain if direction == "maximize" else -gain) > min_gain
-
-
 # ------------------------------------------------------------------------- pruning
 
 
@@ -913,54 +853,6 @@ class _Judge:
             f"{head}; {n} other configuration{'s are' if n != 1 else ' is'} within noise of "
             "it, none with fewer changes and a significant gain over the defaults"
         )
-
-
-# ----------------------------------------------------------------------- early stop
-
-
-def trials_since_gain(history: Sequence[bool]) -> int:
-    """Finished trials since the last significant gain (``history``: one bool per trial,
-    True where the trial became the new best after confirmation)."""
-    count = 0
-    for gained in reversed(history):
-        if gained:
-            break
-        count += 1
-    return count
-
-
-def plateau_reached(history: Sequence[bool], patience: int) -> bool:
-    """True after ``patience`` finished trials in a row without a significant gain."""
-    return trials_since_gain(history) >= patience
-
-
-def plateau_sentence(incumbent: str, trials: int, noise_rel: float | None) -> str:
-    """'no configuration beat trial 0 by more than the noise (±0.8%) in 6 trials'."""
-    noise = "" if noise_rel is None else f" (±{_pct(noise_rel)})"
-    return (
-        f"no configuration beat {incumbent} by more than the noise{noise} in "
-        f"{trials} trial{'s' if trials != 1 else ''}"
-    )
-
-
-def stop_sentence(
-    reason: StopReason,
-    *,
-    trials: int,
-    incumbent: str = "the defaults",
-    noise_rel: float | None = None,
-) -> str:
-    """A sentence for each stop reason, for the study record and the report."""
-    plural = "s" if trials != 1 else ""
-    if reason == "plateau":
-        return plateau_sentence(incumbent, trials, noise_rel)
-    if reason == "budget":
-        return f"ran the whole budget of {trials} trial{plural}"
-    if reason == "interrupted":
-        return f"interrupted after {trials} finished trial{plural}"
-    if reason == "all_failed":
-        return f"all {trials} trial{plural} failed; see their reasons and log tails"
-    raise ValueError(f"unknown stop reason {reason!r}")
 
 
 # -------------------------------------------------------------------------- helpers
