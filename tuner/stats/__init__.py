@@ -1,1 +1,47 @@
-from tuner.stats.core import *  # noqa: F401,F403
+"""Statistics that tell a real gain from noise: pure functions over numbers, no I/O.
+
+One module per job: ``student_t`` (the t distribution, so the package needs no scipy),
+``estimates`` (launches, between-launch noise, a configuration's mean and error),
+``compare`` (the Welch verdict and pruning), ``recommend`` (what to recommend and why),
+``wording`` (figures in sentences). docs/statistics.md explains the model.
+"""
+
+from tuner.stats.compare import (
+    Comparison,
+    Direction,
+    Verdict,
+    compare,
+    is_significant_gain,
+    should_prune,
+)
+from tuner.stats.estimates import (
+    ConfigEstimate,
+    LaunchEstimate,
+    NoiseEstimate,
+    between_launch_variance,
+    config_estimate,
+    launch_estimate,
+    launch_within_var,
+    mean_se,
+)
+from tuner.stats.recommend import Candidate, Recommendation, recommend
+
+__all__ = [
+    "Candidate",
+    "Comparison",
+    "ConfigEstimate",
+    "Direction",
+    "LaunchEstimate",
+    "NoiseEstimate",
+    "Recommendation",
+    "Verdict",
+    "between_launch_variance",
+    "compare",
+    "config_estimate",
+    "is_significant_gain",
+    "launch_estimate",
+    "launch_within_var",
+    "mean_se",
+    "recommend",
+    "should_prune",
+]

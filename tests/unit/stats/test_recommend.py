@@ -1,0 +1,116 @@
+"""tuner.stats.recommend: which configuration is recommended, and the sentence why."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from tests.unit.stats.helpers import estimate, recommend_vs_base, simulate_launch
+from tuner.stats.estimates import ConfigEstimate, between_launch_variance, config_estimate
+from tuner.stats.recommend import Candidate
+
+
+def _candidates(specs: list[tuple[str, float, int, int, bool]], seed: int = 1) -> list[Candidate]:
+    """(key, true mean, launches, settings changed, confirmed) -> candidates at 1% noise."""
+    rng = random.Random(seed)
+    launches = {
+        key: [simulate_launch(rng, mu, 0.01, 0.01) for _ in range(k)] for key, mu, k, _, _ in specs
+    }
+    noise = between_launch_variance(launches.values())
+    return [
+        Candidate(
+            key, config_estimate(launches[key], noise), changed, confirmed, label=f"trial {i}"
+        )
+        for i, (key, _, _, changed, confirmed) in enumerate(specs)
+    ]
+
+
+def test_keep_the_defaults_when_nothing_beats_them() -> None:
+    cands = _candidates(
+        [
+            ("base", 80, 2, 0, True),
+            ("a", 80, 2, 2, True),
+            ("b", 80, 1, 1, False),
+            ("c", 80, 1, 3, False),
+        ]
+    )
+    rec = recommend_vs_base(cands)
+    assert rec.recommended == "base" and rec.keep_defaults
+    # "a" has the best trusted mean by luck; single launches do not compete.
+    assert rec.best == "a" and set(rec.equivalent) == {"base", "a"}
+    assert rec.reason.startswith("keep the defaults: the best configuration, trial 1, is ")
+    assert rec.reason.endswith("faster than the defaults, which is within the noise")
+    assert rec.best_vs_baseline is not None and rec.best_vs_baseline.verdict == "within noise"
+
+
+def test_keep_the_defaults_sentence_when_the_defaults_are_best() -> None:
+    cands = _candidates([("base", 80, 2, 0, True), ("a", 76, 2, 2, True)])
+    rec = recommend_vs_base(cands)
+    assert rec.best == "base" and rec.recommended == "base"
+    assert rec.reason.startswith(
+        "keep the defaults: no configuration beat the defaults by more than the noise (±"
+    )
+    assert "and the 1% minimum gain" in rec.reason
+    alone = recommend_vs_base(cands[:1])
+    assert alone.reason == "keep the defaults: no other configuration was measured"
+
+
+def test_a_real_gain_is_recommended() -> None:
+    cands = _candidates([("base", 80, 2, 0, True), ("x", 86.4, 2, 3, True), ("y", 80, 1, 1, False)])
+    rec = recommend_vs_base(cands)
+    assert (rec.best, rec.recommended, rec.keep_defaults) == ("x", "x", False)
+    assert rec.reason.startswith("trial 1 (3 settings changed) is ")
+    assert "faster than the defaults" in rec.reason
+    assert (
+        rec.recommended_vs_baseline is not None and rec.recommended_vs_baseline.verdict == "better"
+    )
+
+
+def test_the_simplest_equivalent_configuration_wins() -> None:
+    cands = [
+        Candidate("base", estimate(80.0, 0.01, dof=20), 0),
+        Candidate("x", estimate(86.4, 0.01, dof=20), 3, confirmed=True, label="trial 7"),
+        Candidate("s", estimate(85.9, 0.01, dof=20), 2, confirmed=True, label="trial 3"),
+        Candidate("t", estimate(83.0, 0.03, dof=20), 1, confirmed=True, label="trial 5"),
+        Candidate("u", estimate(80.5, 0.01, dof=20), 1, confirmed=True, label="trial 9"),
+    ]
+    rec = recommend_vs_base(cands)
+    assert rec.best == "x"
+    # t and u are simpler and within noise of x, but neither beats the defaults
+    # significantly; s does, with one change fewer than x.
+    assert set(rec.equivalent) == {"x", "s", "t"}
+    assert rec.recommended == "s"
+    assert rec.reason.startswith("trial 3 (2 settings changed) is 7.4% ± ")
+    assert "within noise of the best, trial 7 (3 settings changed;" in rec.reason
+    assert rec.reason.endswith("fewer changes win")
+    # Ties in changes go to the better mean.
+    tie = [*cands[:2], Candidate("s2", estimate(86.2, 0.01, dof=20), 2, True), cands[2]]
+    assert recommend_vs_base(tie).recommended == "s2"
+
+
+def test_an_unconfirmed_lucky_launch_is_neither_best_nor_recommended() -> None:
+    cands = _candidates([("base", 80, 2, 0, True), ("lucky", 96, 1, 1, False)])
+    rec = recommend_vs_base(cands)
+    assert rec.best == "base" and rec.recommended == "base"
+    assert rec.reason.startswith("keep the defaults: no other configuration was confirmed")
+    assert "trial 1 looked 2" in rec.reason and "not launched again" in rec.reason
+    # Once confirmed, it competes.
+    confirmed = [c if c.key == "base" else Candidate(c.key, c.estimate, 1, True) for c in cands]
+    assert recommend_vs_base(confirmed).recommended == "lucky"
+
+
+def test_a_gain_below_min_gain_keeps_the_defaults() -> None:
+    tight = ConfigEstimate(100.5, 0.05, math.inf, 5, 15, var_between=0.0025, dof_between=math.inf)
+    base = ConfigEstimate(100.0, 0.05, math.inf, 5, 15, var_between=0.0025, dof_between=math.inf)
+    rec = recommend_vs_base([Candidate("base", base, 0), Candidate("a", tight, 2, True, "trial 4")])
+    assert rec.keep_defaults and rec.best == "a"
+    assert "less than the 1% minimum gain" in rec.reason
+
+
+def test_recommend_for_a_latency() -> None:
+    cands = _candidates(
+        [("base", 100, 2, 0, True), ("fast", 90, 2, 2, True), ("slow", 120, 2, 1, True)]
+    )
+    rec = recommend_vs_base(cands, direction="minimize")
+    assert rec.recommended == "fast"
+    assert "faster than the defaults" in rec.reason

@@ -1,0 +1,217 @@
+"""Which configuration to recommend, and a sentence saying why.
+
+The best is the highest trusted mean; the recommendation is the simplest configuration
+within noise of the best that also beats the defaults significantly, else the defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tuner.stats.compare import Comparison, Direction, compare
+from tuner.stats.estimates import ConfigEstimate
+from tuner.stats.wording import percent
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration as recommend() sees it.
+
+    ``n_changed`` counts params not at their default. ``confirmed`` marks a
+    configuration whose lead survived a confirmation launch; ``label`` is how
+    sentences name it ("trial 7"), the key otherwise.
+    """
+
+    key: str
+    estimate: ConfigEstimate
+    n_changed: int
+    confirmed: bool = False
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """best: highest trusted mean; recommended: the simplest configuration that is not
+    significantly worse than the best (and, unless it is the baseline, significantly
+    better than the baseline). ``equivalent`` lists the keys within noise of the best."""
+
+    best: str
+    recommended: str
+    reason: str
+    keep_defaults: bool
+    equivalent: tuple[str, ...] = ()
+    best_vs_baseline: Comparison | None = None
+    recommended_vs_baseline: Comparison | None = None
+
+
+def recommend(
+    candidates: Sequence[Candidate],
+    *,
+    direction: Direction,
+    min_gain: float,
+    confidence: float,
+    baseline_key: str,
+) -> Recommendation:
+    """Pick the best and the configuration to recommend, with a sentence saying why.
+
+    Only trusted estimates compete: the baseline, confirmed configurations and any
+    launched at least twice. An unconfirmed single launch is where the winner's curse
+    lives (the luckiest of many draws), so it can be neither best nor recommended;
+    if nothing is trusted, everything is.
+    """
+    if not candidates:
+        raise ValueError("recommend needs at least one candidate")
+    return _Judge(direction, min_gain, confidence, baseline_key).recommend(candidates)
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """The settings every comparison of one recommendation shares."""
+
+    direction: Direction
+    min_gain: float
+    confidence: float
+    baseline_key: str
+
+    def versus(self, a: Candidate, b: Candidate) -> Comparison:
+        return compare(
+            a.estimate,
+            b.estimate,
+            direction=self.direction,
+            min_gain=self.min_gain,
+            confidence=self.confidence,
+        )
+
+    def name(self, c: Candidate) -> str:
+        return "the defaults" if c.key == self.baseline_key else (c.label or c.key)
+
+    def recommend(self, candidates: Sequence[Candidate]) -> Recommendation:
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        trusted = [
+            c
+            for c in candidates
+            if c.key == self.baseline_key or c.confirmed or c.estimate.n_launches >= 2
+        ] or list(candidates)
+        baseline = next((c for c in candidates if c.key == self.baseline_key), None)
+        best = max(trusted, key=lambda c: (sign * c.estimate.mean, -c.n_changed))
+        # Not significantly worse than the best: the best does not beat it.
+        equivalent = [c for c in trusted if c is best or self.versus(best, c).verdict != "better"]
+        best_vs_base = (
+            self.versus(best, baseline) if baseline is not None and best is not baseline else None
+        )
+        if baseline is not None and baseline in equivalent:
+            untrusted = [c for c in candidates if c not in trusted]
+            return Recommendation(
+                best=best.key,
+                recommended=baseline.key,
+                reason=self._keep_defaults(best, baseline, trusted, untrusted),
+                keep_defaults=True,
+                equivalent=tuple(c.key for c in equivalent),
+                best_vs_baseline=best_vs_base,
+            )
+        # A change from the defaults must itself be a significant gain over them, not
+        # only within noise of the best; the best is one (the baseline is not equivalent).
+        eligible = [
+            c
+            for c in equivalent
+            if baseline is None or c is best or self.versus(c, baseline).verdict == "better"
+        ]
+        chosen = min(eligible, key=lambda c: (c.n_changed, -sign * c.estimate.mean))
+        chosen_vs_base = self.versus(chosen, baseline) if baseline is not None else None
+        return Recommendation(
+            best=best.key,
+            recommended=chosen.key,
+            reason=self._change(chosen, best, equivalent, chosen_vs_base),
+            keep_defaults=False,
+            equivalent=tuple(c.key for c in equivalent),
+            best_vs_baseline=best_vs_base,
+            recommended_vs_baseline=chosen_vs_base,
+        )
+
+    def _keep_defaults(
+        self,
+        best: Candidate,
+        baseline: Candidate,
+        trusted: list[Candidate],
+        untrusted: list[Candidate],
+    ) -> str:
+        floor = f"the {self.min_gain * 100:g}% minimum gain"
+        if best is not baseline:
+            cmp = self.versus(best, baseline)
+            why = "within the noise" if not cmp.significant else f"less than {floor}"
+            text = (
+                f"keep the defaults: the best configuration, {self.name(best)}, is "
+                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} {_word(cmp.gain)} than the "
+                f"defaults, which is {why}"
+            )
+        else:
+            others = [c for c in trusted if c is not baseline]
+            if others:
+                closest = max(others, key=lambda c: self.versus(c, baseline).gain)
+                cmp = self.versus(closest, baseline)
+                n = len(others)
+                text = (
+                    f"keep the defaults: no configuration beat the defaults by more than the "
+                    f"noise (±{percent(cmp.noise_rel)}) and {floor} ({n} "
+                    f"configuration{'s' if n != 1 else ''} compared; the closest, "
+                    f"{self.name(closest)}, is {percent(cmp.gain)} {_word(cmp.gain)})"
+                )
+            elif untrusted:
+                n = len(untrusted)
+                text = (
+                    f"keep the defaults: no other configuration was confirmed ({n} launched once)"
+                )
+            else:
+                return "keep the defaults: no other configuration was measured"
+        lucky = [c for c in untrusted if self.versus(c, baseline).verdict == "better"]
+        if len(lucky) == 1:
+            cmp = self.versus(lucky[0], baseline)
+            text += (
+                f"; {self.name(lucky[0])} looked {percent(cmp.gain)} ± {percent(cmp.noise_rel)} "
+                f"{_word(cmp.gain)} in a single launch but was not launched again to confirm it"
+            )
+        elif lucky:
+            text += (
+                f"; {len(lucky)} configurations looked better in a single launch but were not "
+                "launched again to confirm them"
+            )
+        return text
+
+    def _change(
+        self,
+        chosen: Candidate,
+        best: Candidate,
+        equivalent: list[Candidate],
+        chosen_vs_base: Comparison | None,
+    ) -> str:
+        def settings(c: Candidate) -> str:
+            return f"{c.n_changed} setting{'s' if c.n_changed != 1 else ''} changed"
+
+        if chosen_vs_base is not None:
+            head = (
+                f"{self.name(chosen)} ({settings(chosen)}) is {percent(chosen_vs_base.gain)} ± "
+                f"{percent(chosen_vs_base.noise_rel)} {_word(chosen_vs_base.gain)} "
+                "than the defaults"
+            )
+        else:
+            head = f"{self.name(chosen)} ({settings(chosen)}) has the best estimate"
+        if chosen is not best:
+            cmp = self.versus(best, chosen)
+            return (
+                f"{head}, and within noise of the best, {self.name(best)} ({settings(best)}; "
+                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} {_word(cmp.gain)} than it): "
+                "fewer changes win"
+            )
+        rivals = [c for c in equivalent if c is not best]
+        if not rivals:
+            return f"{head}; no other configuration is within noise of it"
+        n = len(rivals)
+        return (
+            f"{head}; {n} other configuration{'s are' if n != 1 else ' is'} within noise of "
+            "it, none with fewer changes and a significant gain over the defaults"
+        )
+
+
+def _word(gain: float) -> str:
+    return "faster" if gain >= 0 else "slower"
