@@ -89,7 +89,7 @@ def run_bench(options: BenchOptions, *, console: Console, show: bool) -> tuple[s
         LoadSpec(
             model=model,
             api=options.api,
-            concurrency=c,  # type: ignore[arg-type]
+            concurrency=c,
             requests=None if options.duration_s else options.requests,
             duration_s=options.duration_s,
             rate=options.rate,

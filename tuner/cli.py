@@ -8,11 +8,10 @@ tuner/exit_codes.py (and the README).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -274,7 +273,7 @@ def bench(
     options = bench_command.BenchOptions(
         url=url,
         model=model,
-        api=api,
+        api=_api(api),
         concurrency=_levels(concurrency),
         requests=requests,
         duration_s=duration,
@@ -328,10 +327,18 @@ def _study_flags(storage: str, study: str) -> str:
     return flags
 
 
+def _api(text: str) -> Literal["completions", "chat"]:
+    if text == "completions":
+        return "completions"
+    if text == "chat":
+        return "chat"
+    raise ConfigError(f"--api must be completions or chat, not {text!r}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tuner")
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -26,7 +26,7 @@ _clocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Callable[[], float
 )
 
 
-class StampingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class StampingSelector(selectors.DefaultSelector):
     """The platform's default selector, remembering when its last poll returned."""
 
     def __init__(self) -> None:

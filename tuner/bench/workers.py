@@ -56,7 +56,7 @@ class _Worker:
 
     def receive(self) -> tuple[str, Any]:
         try:
-            return self.conn.recv()  # type: ignore[no-any-return]
+            return self.conn.recv()
         except (EOFError, OSError):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(2)

@@ -11,6 +11,7 @@ configuration's estimate carries that noise even when it was launched once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -114,6 +115,10 @@ class NoiseEstimate:
         return cls(
             var=rel_sd**2, dof=dof, n_configs=0, n_launches=0, prior_rel_sd=rel_sd, prior_dof=dof
         )
+
+    def to_json(self) -> dict[str, float | str | None]:
+        """Its fields, ``rel_sd`` and the sentence ``text``: what the study stores and shows."""
+        return {**dataclasses.asdict(self), "rel_sd": self.rel_sd, "text": self.describe()}
 
     def describe(self) -> str:
         """One line for the study: 'between-launch noise ±1.2% (sd; 3 configurations, ...)'."""

@@ -8,10 +8,8 @@ is real and when to stop; `tuner best` asks it for the answer.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from tuner import stats
 from tuner.space.settings import changed_from_defaults, is_default
@@ -55,7 +53,7 @@ class StudyAnalysis:
     """Every launch with a measurement, pruned ones included: what the search model fits."""
 
     @property
-    def direction(self) -> Literal["maximize", "minimize"]:
+    def direction(self) -> stats.Direction:
         return self.space.spec.direction
 
     @property
@@ -181,14 +179,8 @@ class StudyAnalysis:
     def noise_rel_sd(self) -> float | None:
         return self.noise.rel_sd if self.noise is not None else None
 
-    def noise_dict(self) -> dict[str, Any]:
-        if self.noise is None:
-            return {}
-        return {
-            **dataclasses.asdict(self.noise),
-            "rel_sd": self.noise.rel_sd,
-            "text": self.noise.describe(),
-        }
+    def noise_dict(self) -> dict[str, float | str | None]:
+        return {} if self.noise is None else self.noise.to_json()
 
     def describe(self, config: ConfigResult) -> str:
         what = " ".join(f"{k}={v}" for k, v in config.changed.items()) or "defaults"

@@ -16,11 +16,12 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 import optuna
 import sqlalchemy.exc
 
+from tuner import stats
 from tuner.check import check_space
 from tuner.errors import BenchmarkError, ConfigError, LaunchError
 from tuner.events import SweepObserver
@@ -50,7 +51,7 @@ class SweepResult:
 def open_study(
     storage: optuna.storages.BaseStorage,
     name: str,
-    direction: Literal["maximize", "minimize"],
+    direction: stats.Direction,
     seed: int | None,
 ) -> optuna.Study:
     """Create or load the optuna study; TPE seeded, our own stop logic."""

@@ -135,7 +135,7 @@ class BestReport:
             "best": _entry_json(self.best),
             "recommended": _entry_json(self.recommended),
             "baseline": _entry_json(self.baseline),
-            "noise": noise_json(self.noise),
+            "noise": self.noise.to_json() if self.noise is not None else None,
             "stop_reason": self.stop_reason,
             "stop_detail": self.stop_detail,
             "trials": self.trials.to_json(),
@@ -149,16 +149,6 @@ class BestReport:
 
 def _entry_json(entry: ConfigEntry | None) -> dict[str, Any] | None:
     return entry.to_json() if entry is not None else None
-
-
-def noise_json(noise: stats.NoiseEstimate | None) -> dict[str, Any] | None:
-    """The noise estimate as JSON: its fields, ``rel_sd`` and a sentence ``text``.
-
-    The same shape as StudyAnalysis.noise_dict (what the sweep stores), or None.
-    """
-    if noise is None:
-        return None
-    return {**dataclasses.asdict(noise), "rel_sd": noise.rel_sd, "text": noise.describe()}
 
 
 def best_report(storage: str, study: str) -> BestReport:
