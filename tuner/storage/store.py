@@ -28,6 +28,8 @@ from tuner.storage.tables import (
 )
 
 DEFAULT_STORAGE = "sqlite:///experiments.db"
+SQLITE_BUSY_TIMEOUT_S = 60
+"""How long a SQLite write waits for another writer (tuner's engine and optuna's alike)."""
 REDACTED = "***"
 _SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
@@ -60,7 +62,7 @@ def make_engine(url: str) -> Engine:
     """An engine for any SQLAlchemy URL; SQLite gets WAL and a busy timeout for sharing."""
     try:
         if url.startswith("sqlite"):
-            engine = create_engine(url, connect_args={"timeout": 60})
+            engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
             @event.listens_for(engine, "connect")
             def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

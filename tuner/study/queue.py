@@ -19,13 +19,16 @@ from tuner.study.suggest import optuna_params
 
 
 def enqueue_baselines(study: optuna.Study, space: Space) -> None:
-    """Queue the baseline until it has been (or is about to be) launched enough times."""
+    """Queue the baseline until it has been, is being, or is about to be launched enough times.
+
+    A RUNNING baseline counts: another worker is measuring it right now.
+    """
     wanted = space.spec.stop.baseline_launches
     have = sum(
         1
         for t in study.get_trials(deepcopy=False)
         if t.user_attrs.get(attrs.ROLE) == attrs.BASELINE
-        and t.state in (TrialState.COMPLETE, TrialState.WAITING)
+        and t.state in (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
     )
     params = baseline_params(space.spec)
     for _ in range(wanted - have):

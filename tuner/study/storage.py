@@ -13,16 +13,22 @@ import time
 import optuna
 import sqlalchemy.exc
 
+from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
+
 
 def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables).
 
     Workers starting together on a fresh PostgreSQL race to create optuna's tables; the
-    loser of the race retries and finds them made.
+    loser of the race retries and finds them made. On SQLite optuna's engine waits for a
+    busy database as long as tuner's own does (Python's default is 5 s).
     """
+    engine_kwargs = (
+        {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {}
+    )
     for attempt in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url)
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
         except sqlalchemy.exc.IntegrityError:
             if attempt == attempts - 1:
                 raise

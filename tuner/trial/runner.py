@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -346,10 +346,17 @@ def launch_spec_for(
         stop_timeout_s=server.stop_timeout_s,
         log_path=trial_dir / "server.log",
         cpus=server.cpus,
-        gpu_devices=parse_visible_devices(
-            env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")), gpu
-        ),
+        gpu_devices=server_gpus(env, gpu),
     )
+
+
+def server_gpus(server_env: Mapping[str, str], gpu: GpuBackend | None) -> list[int] | None:
+    """The GPUs a server with this env uses: its CUDA_VISIBLE_DEVICES, else tuner's own.
+
+    None means every GPU (or the answer is unknown: check them all, the safe side).
+    """
+    value = server_env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return parse_visible_devices(value, gpu)
 
 
 def _headline(summary: LevelSummary) -> dict[str, float]:

@@ -9,10 +9,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from tuner.events import SweepObserver
+from tuner.launcher.gpu_lock import GpuLock
 from tuner.space.spec import load_space
 from tuner.study.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
-from tuner.trial.runner import RunnerOptions
+from tuner.trial.runner import RunnerOptions, server_gpus
 
 
 class MessageObserver(SweepObserver):
@@ -96,9 +97,11 @@ def run_with_console(
         console=console,
         transient=True,
     )
-    with progress:
-        observer = ConsoleObserver(console, progress, trials)
-        try:
+    # One tuner per GPU on this host: a second run on the same GPUs is refused here.
+    devices = server_gpus(space.spec.server.env, gpu)
+    try:
+        with GpuLock(gpu, devices, study=space.study_name), progress:
+            observer = ConsoleObserver(console, progress, trials)
             return run_sweep(
                 space,
                 storage=storage,
@@ -108,5 +111,5 @@ def run_with_console(
                 gpu=gpu,
                 runner_options=RunnerOptions(runs_dir=runs_dir),
             )
-        finally:
-            gpu.close()
+    finally:
+        gpu.close()
