@@ -2,7 +2,7 @@
 
 Reads the stored launches (never optuna's ``best_trial``: a configuration may be
 launched several times and each launch is its own optuna trial) and applies the
-pure statistics of stats.py. The sweep asks it what to confirm, whether a gain
+pure statistics of tuner/stats/. The sweep asks it what to confirm, whether a gain
 is real and when to stop; `tuner best` asks it for the answer.
 """
 

@@ -24,14 +24,8 @@ WORKER: Final = "tuner_worker"
 PROPOSER: Final = "tuner_proposer"
 """Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
-HEADLINE_METRICS: Final = (
-    "output_throughput",
-    "ttft_ms_p50",
-    "tpot_ms_p50",
-    "itl_ms_p99",
-    "e2el_ms_p99",
-)
-"""Metrics of the objective's level copied onto the trial, for optuna-dashboard."""
+# The headline metrics of the objective's level (``LaunchOutcome.headline``, named in
+# tuner/trial/runner.py HEADLINE_METRICS) are trial attrs too, for optuna-dashboard.
 
 # --- study attrs ------------------------------------------------------------------------
 INCUMBENT: Final = "tuner_incumbent"

@@ -33,9 +33,11 @@ from tuner.launcher import (
 from tuner.space.settings import Settings, server_argv, server_env
 from tuner.space.spec import Space
 from tuner.storage import LaunchStatus, Store, request_row, utcnow
-from tuner.study import attrs
 from tuner.telemetry.gpu import GpuBackend
 from tuner.trial.monitor import LaunchMonitor, plain_dict
+
+HEADLINE_METRICS = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
+"""Metrics of the objective's level a launch reports (the sweep copies them onto the trial)."""
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
 """Given the objective of each round so far, a reason to stop benchmarking, or None."""
@@ -360,7 +362,7 @@ def server_gpus(server_env: Mapping[str, str], gpu: GpuBackend | None) -> list[i
 
 
 def _headline(summary: LevelSummary) -> dict[str, float]:
-    return {name: summary.metric(name) for name in attrs.HEADLINE_METRICS}
+    return {name: summary.metric(name) for name in HEADLINE_METRICS}
 
 
 def _first_error(result: LevelResult) -> str:

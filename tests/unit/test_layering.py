@@ -1,0 +1,70 @@
+"""The package layering of docs/architecture.md holds: no module imports from a layer above.
+
+cli -> views, bench_command -> study -> trial, check -> bench, launcher, telemetry,
+storage -> space, stats, nccl, events -> errors, exit_codes. Nothing outside tuner/sim
+imports the simulator, except cli (`tuner sim` starts it).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import tuner
+
+LAYER = {
+    "cli": 6,
+    "views": 5,
+    "bench_command": 5,
+    "study": 4,
+    "trial": 3,
+    "check": 3,
+    "bench": 2,
+    "launcher": 2,
+    "telemetry": 2,
+    "storage": 2,
+    "sim": 2,
+    "space": 1,
+    "stats": 1,
+    "nccl": 1,
+    "events": 1,
+    "errors": 0,
+    "exit_codes": 0,
+}
+ROOT = Path(tuner.__file__).parent
+
+
+def _imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "tuner":
+                found += [f"tuner.{alias.name}" for alias in node.names]
+            elif node.module.startswith("tuner."):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.startswith("tuner.")]
+    return found
+
+
+def test_every_top_level_module_has_a_layer() -> None:
+    tops = {p.stem for p in ROOT.glob("*.py")} | {p.name for p in ROOT.iterdir() if p.is_dir()}
+    tops -= {"__init__", "__main__", "__pycache__"}
+    assert tops <= set(LAYER), f"give these a layer: {sorted(tops - set(LAYER))}"
+
+
+def test_no_module_imports_from_a_layer_above_or_the_simulator() -> None:
+    wrong = []
+    for path in ROOT.rglob("*.py"):
+        top = path.relative_to(ROOT).parts[0].removesuffix(".py")
+        if top in ("__init__", "__main__"):
+            continue
+        for module in _imports(path):
+            other = module.split(".")[1]
+            if other == top:
+                continue
+            if other == "sim" and top != "cli":
+                wrong.append(f"{path.relative_to(ROOT)} imports the simulator ({module})")
+            elif LAYER[other] > LAYER[top]:
+                wrong.append(f"{path.relative_to(ROOT)} imports {module}, a layer above")
+    assert wrong == []
