@@ -8,7 +8,7 @@ tuner/exit_codes.py (and the README).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tuner import exit_codes
-from tuner.errors import ConfigError, TunerError
+from tuner.errors import ConfigError, NoAnswerError, Terminated, TunerError
 from tuner.storage import DEFAULT_STORAGE
 
 app = typer.Typer(
@@ -51,10 +51,14 @@ StudyOpt = Annotated[
 OptSpaceOpt = Annotated[
     Path | None, typer.Option("--space", "-s", help="Space file whose study to read.")
 ]
+TABLE_OR_JSON = ("table", "json")
 
 
 def handles_errors(func: F) -> F:
-    """Print a TunerError as one `Error:` line and exit 2 (bad input) or 1; Ctrl-C exits 130."""
+    """Print a TunerError as one `Error:` line and exit 2 (bad input) or 1.
+
+    Ctrl-C exits 130; SIGTERM and SIGHUP (``Terminated``) 128 + the signal's number.
+    """
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -63,13 +67,32 @@ def handles_errors(func: F) -> F:
         except TunerError as exc:
             # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is.
             err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False)
-            code = exit_codes.CONFIG if isinstance(exc, ConfigError) else exit_codes.ERROR
-            raise typer.Exit(code) from None
+            raise typer.Exit(_exit_code(exc)) from None
+        except Terminated as stop:
+            err.print(
+                f"[yellow]Stopped by {stop.signal_name}.[/] Run the same command again to resume."
+            )
+            raise typer.Exit(exit_codes.for_signal(stop.signum)) from None
         except KeyboardInterrupt:
             err.print("[yellow]Interrupted.[/] Run the same command again to resume.")
             raise typer.Exit(exit_codes.INTERRUPTED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _exit_code(exc: TunerError) -> int:
+    if isinstance(exc, ConfigError):
+        return exit_codes.CONFIG
+    if isinstance(exc, NoAnswerError):
+        return exit_codes.NO_ANSWER
+    return exit_codes.ERROR
+
+
+def _check_format(fmt: str, choices: Sequence[str]) -> None:
+    """Refuse an unknown --format before any work (a benchmark takes minutes)."""
+    if fmt not in choices:
+        listed = " or ".join([", ".join(choices[:-1]), choices[-1]])
+        raise ConfigError(f"--format must be {listed}, not {fmt!r}")
 
 
 @app.command()
@@ -125,11 +148,10 @@ def check(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
 ) -> None:
     """Check a space before a sweep: command, flags, NCCL variables, ports, database, model."""
-    import json
-
     from tuner.check import check_space
     from tuner.space.spec import load_space
 
+    _check_format(fmt, TABLE_OR_JSON)
     report = check_space(load_space(space), storage=storage)
     if fmt == "json":
         out.print_json(json.dumps(report.to_dict()))
@@ -150,10 +172,14 @@ def best(
         str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")
     ] = "table",
 ) -> None:
-    """The answer: best, recommended (simplest within noise of the best) and baseline."""
-    from tuner.views.best import best_report, print_best
+    """The answer: best, recommended (simplest within noise of the best) and baseline.
+
+    Exits 3 while the study has no answer yet (no completed trial).
+    """
+    from tuner.views.best import FORMATS, best_report, print_best
     from tuner.views.study_access import resolve_study
 
+    _check_format(fmt, FORMATS)
     result = best_report(storage, resolve_study(storage, study, space))
     print_best(result, fmt, out)
 
@@ -229,7 +255,7 @@ def dashboard(
     """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]')."""
     from tuner.views.dashboard import run_dashboard
 
-    run_dashboard(storage, port)
+    raise typer.Exit(run_dashboard(storage, port))
 
 
 @app.command()
@@ -270,6 +296,7 @@ def bench(
     from tuner.bench.summary import levels_document
     from tuner.views.bench import levels_table, print_warnings
 
+    _check_format(fmt, TABLE_OR_JSON)
     options = bench_command.BenchOptions(
         url=url,
         model=model,

@@ -1,15 +1,23 @@
 """The one error tree of tuner; the CLI turns any of these into ``Error: ...`` and exit 1.
 
+ConfigError exits 2 and NoAnswerError 3 instead (tuner/exit_codes.py).
+
 ::
 
     TunerError
     ├── ConfigError      a space file or an option is wrong (names the file, key and fix)
     ├── LaunchError      the server did not start, died, or could not be stopped cleanly
     ├── BenchmarkError   the benchmark could not measure (no model, every request failed)
-    └── StoreError       the study database cannot be opened or written
+    ├── StoreError       the study database cannot be opened or written
+    └── NoAnswerError    the study has no answer yet: no completed trial (exit 3)
+
+Outside the tree, ``Terminated`` is how SIGTERM and SIGHUP reach the code: not an
+error but a stop from outside, handled like Ctrl-C (tuner/launcher/registry.py).
 """
 
 from __future__ import annotations
+
+import signal
 
 
 class TunerError(Exception):
@@ -46,3 +54,38 @@ class BenchmarkError(TunerError):
 
 class StoreError(TunerError):
     """The study database cannot be opened, migrated or written."""
+
+
+class NoAnswerError(TunerError):
+    """The study is readable but holds no answer yet: no configuration was measured."""
+
+
+class Terminated(KeyboardInterrupt):
+    """tuner got SIGTERM or SIGHUP (a batch scheduler, a closed terminal): stop like Ctrl-C.
+
+    A KeyboardInterrupt on purpose. optuna marks the running trial FAIL and re-raises
+    only for an Exception or a KeyboardInterrupt; any other BaseException (SystemExit)
+    leaves the trial RUNNING. Library code's ``except Exception`` does not swallow it,
+    and every stop path written for Ctrl-C (the server stop, the trial's record) runs.
+    Code that tells the two apart catches Terminated first.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def signal_name(self) -> str:
+        """``SIGTERM``, ``SIGHUP``."""
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+    @property
+    def reason(self) -> str:
+        """The reason kept on the launch and the trial."""
+        return f"terminated by signal ({self.signal_name})"
+
+    def __str__(self) -> str:
+        return self.reason

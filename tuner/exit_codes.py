@@ -5,22 +5,32 @@ code      meaning
 ========  ===============================================================================
 0         done: ``tuner run`` stopped with an answer (plateau, budget, exhausted space)
 1         tuner could not do it: the database, a server that cannot be stopped, a bug
-2         bad input: the space file or an option is wrong, or ``tuner check`` found errors
-          (typer's own usage errors are 2 as well)
-3         ``tuner run``: every launch failed, so there is no answer (see ``tuner trials``)
+2         bad input: the space file or an option is wrong (``--format xml``), or
+          ``tuner check`` found errors (typer's own usage errors are 2 as well)
+3         no answer: ``tuner run`` saw every launch fail; ``tuner best`` found no
+          completed trial yet (see ``tuner trials``)
+129       stopped by SIGHUP (128 + 1): the terminal closed; the study resumes
 130       interrupted by Ctrl-C (SIGINT); the study resumes with the same command
+143       stopped by SIGTERM (128 + 15): a batch scheduler (Slurm, Kubernetes) or ``kill``
 ========  ===============================================================================
+
+``tuner dashboard`` exits with optuna-dashboard's own code; ``tuner sim`` with the
+simulator's.
 """
 
 from __future__ import annotations
 
+import signal
 from typing import Final
 
 OK: Final = 0
 ERROR: Final = 1
 CONFIG: Final = 2
-ALL_FAILED: Final = 3
+NO_ANSWER: Final = 3
+ALL_FAILED: Final = NO_ANSWER
+HANGUP: Final = 128 + signal.SIGHUP
 INTERRUPTED: Final = 130
+TERMINATED: Final = 128 + signal.SIGTERM
 
 _BY_STOP_REASON: Final = {"all_failed": ALL_FAILED, "interrupted": INTERRUPTED}
 
@@ -28,3 +38,8 @@ _BY_STOP_REASON: Final = {"all_failed": ALL_FAILED, "interrupted": INTERRUPTED}
 def for_stop_reason(reason: str) -> int:
     """The exit code of ``tuner run`` for the study's stop reason."""
     return _BY_STOP_REASON.get(reason, OK)
+
+
+def for_signal(signum: int) -> int:
+    """The exit code after stopping on a signal: 128 + its number, as a shell reports it."""
+    return 128 + signum

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -139,6 +140,75 @@ def test_ctrl_c_stops_the_server_marks_the_trial_and_exits_non_zero(tmp_path: Pa
     launches = Store(store_url).launches("fast")
     assert launches[-1].status == "failed" and launches[-1].reason == "interrupted"
     assert "resume" in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_stop_as_cleanly_as_ctrl_c(tmp_path: Path, sig: signal.Signals) -> None:
+    # What a batch scheduler does (Slurm's scancel, Kubernetes' pod stop): one signal.
+    path = write_space(tmp_path, benchmark={"max_tokens": 400, "requests": 4, "rounds": 3})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    store_url = f"sqlite:///{tmp_path}/experiments.db"
+    server_pid = _wait_for_running_launch(tmp_path, store_url)
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, out
+    assert not _alive(server_pid)
+    reason = f"terminated by signal ({sig.name})"
+    launch = Store(store_url).launches("fast")[-1]
+    assert (launch.status, launch.reason, launch.pid) == ("failed", reason, server_pid)
+    assert launch.finished_at is not None and launch.cleanup_ok
+    trial = optuna.load_study(study_name="fast", storage=store_url).trials[-1]
+    assert trial.state.name == "FAIL" and trial.user_attrs["tuner_reason"] == reason
+    study = Store(store_url).study("fast")
+    assert study is not None and study.stop_reason == "terminated"
+    assert study.stop_detail == f"stopped by {sig.name}; run the same command to resume"
+    assert f"Stopped by {sig.name}." in out and "resume" in out
+
+
+def test_a_second_sigterm_while_stopping_kills_at_once_and_still_records(tmp_path: Path) -> None:
+    # The orphan worker ignores SIGTERM, so the stop would wait stop_timeout_s (30 s).
+    command = [*FAST_SIM, "--leave-orphan"]
+    path = write_space(
+        tmp_path,
+        server={"command": command, "stop_timeout_s": 30},
+        benchmark={"max_tokens": 400, "requests": 4, "rounds": 3},
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuner", "run", "--space", str(path), "--trials", "3"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    store_url = f"sqlite:///{tmp_path}/experiments.db"
+    server_pid = _wait_for_running_launch(tmp_path, store_url)
+    proc.send_signal(signal.SIGTERM)
+    _wait_until(lambda: not _alive(server_pid), "the leader to exit on the stop's SIGTERM")
+    stopping = time.monotonic()
+    proc.send_signal(signal.SIGTERM)  # the stop now waits on the orphan: hurry it
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 143, out
+    assert time.monotonic() - stopping < 20, "the second signal did not cut the 30 s wait"
+    launch = Store(store_url).launches("fast")[-1]
+    assert (launch.status, launch.reason) == ("failed", "terminated by signal (SIGTERM)")
+    assert launch.cleanup is not None and launch.cleanup["sigkilled"], "the orphan was killed"
+    assert launch.cleanup_ok is True
+    study = Store(store_url).study("fast")
+    assert study is not None and study.stop_reason == "terminated"
+
+
+def _wait_until(condition: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def test_a_killed_tuner_leaves_a_server_the_next_run_stops(tmp_path: Path) -> None:

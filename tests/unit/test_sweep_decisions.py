@@ -168,3 +168,46 @@ def test_the_plateau_waits_for_a_pending_confirmation_then_drops_passengers(
     answer = best_report(storage, "d")
     assert answer.keep_defaults is False
     assert answer.recommended.changed == {"P": "good"}
+
+
+class TerminatedOnLaunch(FakeRunner):
+    """A FakeRunner that gets SIGTERM (as the real runner sees it) during launch ``at``."""
+
+    def __init__(self, *args, at: int, **kw):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kw)
+        self.at = at
+
+    def run(self, **kw):  # type: ignore[no-untyped-def]
+        import signal
+
+        from tuner.errors import Terminated
+
+        if len(self.launched) == self.at:
+            self.launched.append((kw["role"], dict(kw["settings"].changed)))
+            raise Terminated(signal.SIGTERM)
+        return super().run(**kw)
+
+
+def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) -> None:
+    from tuner.errors import Terminated
+
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    runner = TerminatedOnLaunch(Store(storage), "d", speed=lambda p: 100.0, at=2)
+    with pytest.raises(Terminated):
+        run_sweep(load_space(path), storage=storage, n_trials=10, seed=0, runner=runner)
+    study = optuna.load_study(study_name="d", storage=storage)
+    last = study.trials[-1]
+    assert last.state.name == "FAIL"
+    assert last.user_attrs["tuner_reason"] == "terminated by signal (SIGTERM)"
+    assert study.user_attrs["stop_reason"] == "terminated"
+    row = Store(storage).study("d")
+    assert row is not None and row.stop_reason == "terminated"
+    assert row.stop_detail == "stopped by SIGTERM; run the same command to resume"
+    # The same command resumes: nothing is left RUNNING, and the budget counts the
+    # terminated launch as one (it did start a server), as it does an interrupted one.
+    assert not [t for t in study.trials if t.state.name == "RUNNING"]
+    again = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
+    result = run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=again)
+    assert result.launched == 4 and len(again.launched) == 1

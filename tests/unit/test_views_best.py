@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
-from tuner.errors import ConfigError, StoreError
+from tuner.errors import ConfigError, NoAnswerError, StoreError
 from tuner.views.best import best_report, print_best
 from tuner.views.deploy import deployment_text
 
@@ -125,17 +125,33 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
     assert answer["noise"]["n_configs"] == 2
 
 
-def test_without_a_completed_trial_there_is_nothing_to_deploy(tmp_path: Path) -> None:
+def test_without_a_completed_trial_there_is_no_answer_in_any_format(tmp_path: Path) -> None:
     answer = best_report(hand_study(tmp_path, [({}, None)]), "hand")
     assert answer.best is answer.recommended is answer.baseline is None
     assert answer.trials.failed == 1
     as_json = answer.to_json()
     assert "keep_defaults" not in as_json and "gain_vs_baseline" not in as_json
-    with pytest.raises(StoreError, match="has no completed trial yet"):
-        print_best(answer, "env", Console())
+    sentence = (
+        "study 'hand' has no completed trial yet (0 complete, 1 failed, 0 pruned, 0 running); "
+        "see why with: tuner trials --study hand"
+    )
+    for fmt in ("env", "table"):
+        console = Console(record=True, width=200)
+        with pytest.raises(NoAnswerError) as caught:
+            print_best(answer, fmt, console)
+        assert str(caught.value) == sentence
+        assert console.export_text() == ""
     console = Console(record=True, width=200)
-    print_best(answer, "table", console)
-    assert "Trials: 0 complete, 1 failed, 0 pruned. Stopped: not yet" in console.export_text()
+    with pytest.raises(NoAnswerError):
+        print_best(answer, "json", console)
+    assert _json(console)["best"] is None  # the document first: its nulls are the contract
+
+
+def test_trials_that_completed_without_the_defaults_are_no_answer_either(tmp_path: Path) -> None:
+    answer = best_report(hand_study(tmp_path, [({}, None), (FAST, [88.0, 88.3, 88.1])]), "hand")
+    assert answer.best is None and answer.trials.complete == 1
+    with pytest.raises(NoAnswerError, match="the defaults \\(the baseline\\) have no completed"):
+        print_best(answer, "table", Console())
 
 
 def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> None:

@@ -2,12 +2,15 @@
 
 - Normal exit, an uncaught exception, Ctrl-C that nobody caught: ``atexit`` stops
   every server still registered.
-- SIGTERM or SIGHUP to tuner: by default Python dies without running ``atexit``.
-  When tuner starts its first server from the main thread and the signal still
-  has its default action, a handler is installed that raises ``SystemExit(128+N)``,
-  so ``finally`` blocks, context managers and ``atexit`` all run. A handler the
-  application installed itself is left alone. SIGINT is never touched: the sweep
-  handles KeyboardInterrupt itself.
+- SIGTERM or SIGHUP to tuner (a batch scheduler, a closed terminal): by default
+  Python dies without running ``atexit``. When tuner starts its first server from
+  the main thread and the signal still has its default action, a handler is
+  installed that raises ``Terminated(signum)`` (tuner/errors.py), a KeyboardInterrupt:
+  every path written for Ctrl-C runs (the server stop in ``finally``, the trial
+  marked failed, the study's stop recorded), and the CLI exits 128 + N. A second
+  signal while a server stops raises again, which, like a second Ctrl-C, kills what
+  is left at once instead of waiting. A handler the application installed itself
+  is left alone. SIGINT is never touched: Python raises KeyboardInterrupt itself.
 - SIGKILL to tuner: nothing can run; the next run finds the server by its stored
   identity (see ``reap_leftover``).
 """
@@ -19,6 +22,8 @@ import logging
 import signal
 import threading
 from typing import Protocol
+
+from tuner.errors import Terminated
 
 logger = logging.getLogger("tuner.launcher")
 
@@ -60,7 +65,7 @@ def stop_all() -> None:
 
 
 def install_signal_handlers() -> None:
-    """Turn SIGTERM/SIGHUP into SystemExit while they have their default action.
+    """Turn SIGTERM/SIGHUP into ``Terminated`` while they have their default action.
 
     Only possible from the main thread; elsewhere this does nothing.
     """
@@ -68,11 +73,11 @@ def install_signal_handlers() -> None:
         return
     for sig in _HANDLED_SIGNALS:
         if signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, _exit_on_signal)
+            signal.signal(sig, _terminate_on_signal)
 
 
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+def _terminate_on_signal(signum: int, frame: object) -> None:
+    raise Terminated(signum)
 
 
 atexit.register(stop_all)

@@ -23,7 +23,7 @@ import sqlalchemy.exc
 
 from tuner import stats
 from tuner.check import check_space
-from tuner.errors import BenchmarkError, ConfigError, LaunchError
+from tuner.errors import BenchmarkError, ConfigError, LaunchError, Terminated
 from tuner.events import SweepObserver
 from tuner.space import model_limits
 from tuner.space.settings import violated_constraints
@@ -92,7 +92,7 @@ def run_sweep(
     runner: Runner | None = None,
     preflight: bool = True,
 ) -> SweepResult:
-    """Run (or resume) the study until the budget, a plateau, or Ctrl-C.
+    """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
     ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
     by default a TrialRunner launches the space's server for each trial.
@@ -149,6 +149,13 @@ def run_sweep(
                 catch=(LaunchError, BenchmarkError),
                 gc_after_trial=False,
             )
+        except Terminated as stop:  # SIGTERM/SIGHUP: optuna has marked the trial FAIL
+            controller.finish(
+                study,
+                "terminated",
+                f"stopped by {stop.signal_name}; run the same command to resume",
+            )
+            raise
         except KeyboardInterrupt:
             controller.finish(
                 study, "interrupted", "stopped by Ctrl-C; run the same command to resume"
@@ -211,8 +218,10 @@ def run_trial(
     except (LaunchError, BenchmarkError) as exc:
         trial.set_user_attr(attrs.REASON, getattr(exc, "reason", None) or str(exc))
         raise
-    except KeyboardInterrupt:
-        trial.set_user_attr(attrs.REASON, "interrupted")
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP as Terminated
+        trial.set_user_attr(
+            attrs.REASON, str(stop) if isinstance(stop, Terminated) else "interrupted"
+        )
         raise
     for step, value in enumerate(outcome.round_values):
         trial.report(value, step)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from tuner import bench, stats, telemetry
 from tuner.bench.records import LevelResult
 from tuner.bench.summary import LevelSummary, summarize
-from tuner.errors import BenchmarkError, LaunchError
+from tuner.errors import BenchmarkError, LaunchError, Terminated
 from tuner.events import SweepObserver
 from tuner.launcher import (
     LaunchSpec,
@@ -117,8 +117,9 @@ class TrialRunner:
     ) -> LaunchOutcome:
         """Launch, benchmark every round, stop; raise LaunchError/BenchmarkError on failure.
 
-        Whatever happens (Ctrl-C included), the server is stopped and the launch row
-        is left with a final status and reason before this returns or raises.
+        Whatever happens (Ctrl-C, SIGTERM and a second one during the stop included), the
+        server is stopped and the launch row is left with a final status and reason
+        before this returns or raises.
         """
         server = self.spec.server
         port = free_port(server.host) if server.port == "auto" else int(server.port)
@@ -180,11 +181,14 @@ class TrialRunner:
             if not process.is_running():
                 reason += f" (server exited with code {process.exit_code()})"
             raise
+        except Terminated as exc:  # SIGTERM/SIGHUP: a Ctrl-C that names its signal
+            reason = exc.reason
+            raise
         except Exception as exc:  # a bug of ours: record it truthfully, then let it surface
             reason = f"internal error: {exc!r}"
             raise
         finally:
-            report = process.stop()
+            report, again = _stop_keeping_interruption(process)
             fields: dict[str, Any] = dict(
                 status=status,
                 reason=reason,
@@ -206,6 +210,8 @@ class TrialRunner:
                 self.observer.message(
                     f"trial {trial_number}: server stop {what}: {'; '.join(report.problems)}"
                 )
+            if again is not None:
+                raise again
 
     def _benchmark(
         self,
@@ -303,6 +309,18 @@ class TrialRunner:
         )
         self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
         self._inventory_done = True
+
+
+def _stop_keeping_interruption(process: ServerProcess) -> tuple[StopReport, BaseException | None]:
+    """Stop the server; a second Ctrl-C or signal during the stop is held, not lost.
+
+    ServerProcess.stop then kills what is left at once, keeps its report and re-raises;
+    the launch row still gets its final status before the interruption goes on.
+    """
+    try:
+        return process.stop(), None
+    except BaseException as exc:  # noqa: BLE001 - the caller re-raises it after the record
+        return process.stop(), exc
 
 
 def left_nothing_behind(report: StopReport) -> bool:

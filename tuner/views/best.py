@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuner import stats
-from tuner.errors import ConfigError, StoreError
+from tuner.errors import ConfigError, NoAnswerError
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
@@ -224,16 +224,21 @@ def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, 
 
 
 def print_best(report: BestReport, fmt: str, console: Console) -> None:
-    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment."""
+    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment.
+
+    A study without an answer yet raises NoAnswerError (exit 3), in JSON after the
+    document: its null entries and trial counts are part of the contract.
+    """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     rec = report.recommended
     if fmt == "json":
         console.print_json(json.dumps(report.to_json(), default=str))
+    if report.best is None or rec is None:
+        raise NoAnswerError(no_answer_sentence(report))
+    if fmt == "json":
         return
     if fmt in DEPLOY_FORMATS:
-        if rec is None:
-            raise StoreError(f"study {report.study!r} has no completed trial yet")
         console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
         return
     console.print(_best_table(report))
@@ -248,6 +253,19 @@ def print_best(report: BestReport, fmt: str, console: Console) -> None:
         f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "
         f"Stopped: {report.stop_reason or 'not yet'}"
         + (f" — {report.stop_detail}" if report.stop_detail else "")
+    )
+
+
+def no_answer_sentence(report: BestReport) -> str:
+    """Why ``report`` holds no answer, with the trial counts and where to look."""
+    t = report.trials
+    counts = f"{t.complete} complete, {t.failed} failed, {t.pruned} pruned, {t.running} running"
+    if t.complete == 0:
+        why = "has no completed trial yet"
+    else:  # trials completed, but the defaults (what every answer is measured against) did not
+        why = "has no answer yet: the defaults (the baseline) have no completed launch"
+    return f"study {report.study!r} {why} ({counts}); see why with: tuner trials --study " + (
+        report.study
     )
 
 
