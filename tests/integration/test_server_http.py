@@ -7,8 +7,10 @@ headers. A dead proxy (127.0.0.1:9) in the environment must change nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import socket
 import subprocess
 import sys
 import threading
@@ -21,9 +23,11 @@ import pytest
 from tests.fakes import vllm_metrics_text
 from tests.integration.sweep_helpers import FAST_SIM, write_space
 from tuner.bench import discover_model
+from tuner.bench.http import Pool, Target
 from tuner.errors import BenchmarkError
 from tuner.events import RecordingObserver
 from tuner.launcher import LaunchSpec, ServerProcess, free_port
+from tuner.server_http import url_host
 from tuner.space.spec import load_space
 from tuner.study.sweep import run_sweep
 from tuner.telemetry import MetricsSampler, scrape_metrics
@@ -39,12 +43,16 @@ DEAD_PROXY = "http://127.0.0.1:9"
 class RecordingServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, api_key: str | None = None, metrics_status: int = 200) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(
+        self, api_key: str | None = None, metrics_status: int = 200, host: str = "127.0.0.1"
+    ) -> None:
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        super().__init__((host, 0), _Handler)
         self.api_key = api_key
         self.metrics_status = metrics_status
         self.seen: list[tuple[str, dict[str, str]]] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        self.port = self.server_address[1]
+        self.url = f"http://{url_host(host)}:{self.port}"
 
     def headers_of(self, path: str) -> list[dict[str, str]]:
         return [headers for seen_path, headers in self.seen if seen_path == path]
@@ -70,6 +78,11 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/health":
             status, body = 200, b""
         self._answer(status, body)
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server API
+        self.server.seen.append((self.path, dict(self.headers.items())))
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer(200, b"data: [DONE]\n\n")
 
     def _answer(self, status: int, body: bytes) -> None:
         self.send_response(status)
@@ -131,6 +144,33 @@ def test_a_proxy_in_the_environment_is_never_used(serve: type[RecordingServer]) 
     sampler = MetricsSampler(srv.url, interval_s=0.02).start()
     assert sampler.stop(), "the sampler's scrapes reached the server"
     assert sampler.failures.notice() is None
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback (tests/unit covers the head)")
+def test_an_ipv6_server_gets_a_bracketed_host_header(serve: type[RecordingServer]) -> None:
+    srv = serve(host="::1")
+    assert srv.url.startswith("http://[::1]:")
+    assert discover_model(srv.url) == "tiny" and scrape_metrics(srv.url) is not None
+
+    async def one_post() -> None:
+        pool = Pool(Target.from_url(srv.url))
+        try:
+            await pool.exchange(Target.from_url(srv.url).post("/v1/completions", b"{}"), 10)
+        finally:
+            pool.close()
+
+    asyncio.run(one_post())
+    for path in ("/v1/models", "/metrics", "/v1/completions"):
+        assert srv.headers_of(path)[-1]["Host"] == f"[::1]:{srv.port}", path
 
 
 def test_a_failing_scrape_is_one_notice_per_launch(serve: type[RecordingServer]) -> None:
