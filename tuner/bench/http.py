@@ -21,7 +21,6 @@ connection's request and response parsing is ``StreamProtocol`` in tuner/bench/h
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 from tuner.bench.clock import arrival_clock
 from tuner.bench.http_protocol import Exchange, StreamProtocol
 from tuner.errors import BenchmarkError
+from tuner.server_http import auth_headers, host_header, tls_context, url_host
 
 __all__ = ["CONNECT_TIMEOUT_S", "Exchange", "Pool", "StreamProtocol", "Target"]
 
@@ -58,12 +58,12 @@ class Target:
 
     @property
     def authority(self) -> str:
-        return f"{self.host}:{self.port}"
+        """``host:port`` as the ``Host`` header writes it (``[::1]:8000`` for IPv6)."""
+        return host_header(self.host, self.port)
 
     def url(self, path: str) -> str:
         scheme = "https" if self.tls else "http"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}{self.prefix}{path}"
+        return f"{scheme}://{url_host(self.host)}:{self.port}{self.prefix}{path}"
 
     def post(self, path: str, body: bytes) -> bytes:
         """The bytes of one streaming POST: built once, before the clock runs."""
@@ -72,9 +72,9 @@ class Target:
             "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
             f"Content-Length: {len(body)}\r\n"
         )
-        key = os.environ.get("OPENAI_API_KEY")
-        if key:
-            head += f"Authorization: Bearer {key}\r\n"
+        # The same key every other request to the server carries (tuner/server_http.py).
+        for name, value in auth_headers().items():
+            head += f"{name}: {value}\r\n"
         return head.encode("latin-1") + b"\r\n" + body
 
 
@@ -86,7 +86,7 @@ class Pool:
         self.clock = clock or arrival_clock()
         self.idle: list[StreamProtocol] = []
         self._all: set[StreamProtocol] = set()
-        self._ssl: ssl.SSLContext | None = ssl.create_default_context() if target.tls else None
+        self._ssl: ssl.SSLContext | None = tls_context() if target.tls else None
 
     async def open(self, count: int) -> None:
         """Open connections until ``count`` are idle; raise BenchmarkError if none open."""

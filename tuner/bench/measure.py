@@ -22,6 +22,7 @@ from tuner.bench.level import LiveStats, Window, measure_in_process, summarize_l
 from tuner.bench.load import LoadSpec, split
 from tuner.bench.records import ClientLag, LevelResult
 from tuner.errors import BenchmarkError
+from tuner.server_http import API_KEY_ENV, server_client
 
 LAG_LIMIT_S = 0.010
 """A p99 event-loop lag above this means token timestamps may be late by as much."""
@@ -30,16 +31,25 @@ BUSY_LIMIT = 0.90
 
 
 def discover_model(base_url: str, *, timeout_s: float = 10.0) -> str:
-    """The first model id the server lists at ``GET /v1/models``."""
+    """The first model id the server lists at ``GET /v1/models``.
+
+    Sent as the benchmark's requests are: with ``OPENAI_API_KEY``, never through a proxy.
+    """
     url = Target.from_url(base_url).url("/v1/models")
     try:
-        response = httpx.get(url, timeout=timeout_s)
+        with server_client(timeout=timeout_s) as client:
+            response = client.get(url)
     except httpx.HTTPError as exc:
         raise BenchmarkError(
             f"cannot reach {url}: {exc or type(exc).__name__}; is the server running there?"
         ) from exc
     if response.status_code != 200:
-        raise BenchmarkError(f"{url} answered HTTP {response.status_code}: {response.text[:200]}")
+        hint = ""
+        if response.status_code in (401, 403):
+            hint = f"; set {API_KEY_ENV} to the key the server was started with (--api-key)"
+        raise BenchmarkError(
+            f"{url} answered HTTP {response.status_code}: {response.text[:200]}{hint}"
+        )
     try:
         models = response.json().get("data") or []
         model = models[0]["id"]

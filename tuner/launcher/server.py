@@ -40,6 +40,7 @@ from tuner.launcher.shm import SHM_DIR, ShmTracker
 from tuner.launcher.spec import LaunchSpec, port_in_use, port_listeners
 from tuner.launcher.teardown import NOTHING_TO_STOP, StopReport, Teardown, peek_exit_code
 from tuner.launcher.tree import ProcessTree
+from tuner.server_http import server_client
 from tuner.telemetry.gpu import GpuBackend
 
 __all__ = ["WAIT_STEP_S", "ServerProcess", "StopReport"]
@@ -309,9 +310,8 @@ class ServerProcess:
 
     def _probe(self, healthy: threading.Event, stop: threading.Event) -> None:
         url = self.spec.health_url
-        # trust_env=False: an HTTP(S)_PROXY of the operator must not proxy 127.0.0.1.
-        timeout = httpx.Timeout(2.0, connect=0.5)
-        with httpx.Client(timeout=timeout, trust_env=False) as client:
+        # server_client: never through the operator's HTTP(S)_PROXY, the API key if set.
+        with server_client(timeout=httpx.Timeout(2.0, connect=0.5)) as client:
             while not stop.is_set():
                 try:
                     if client.get(url).status_code == 200:

@@ -37,6 +37,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     500: "Internal Server Error",
@@ -58,6 +59,8 @@ class SimApp:
         config: dict[str, Any],
         log: Log,
         access_log: bool = True,
+        api_key: str | None = None,
+        metrics: bool = True,
     ) -> None:
         self.engine = engine
         self.profile = profile
@@ -67,15 +70,20 @@ class SimApp:
         self.config = config
         self.log = log
         self.access_log = access_log
+        self.api_key = api_key
+        self.serves_metrics = metrics
 
     def build(self) -> web.Application:
         middlewares = [self._access_log] if self.access_log else []
+        if self.api_key is not None:
+            middlewares.append(self._require_api_key)
         app = web.Application(middlewares=middlewares, client_max_size=64 * 2**20)
         app.router.add_get("/health", self.health)
         app.router.add_get("/ping", self.health)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/version", self.version)
-        app.router.add_get("/metrics", self.metrics)
+        if self.serves_metrics:
+            app.router.add_get("/metrics", self.metrics)
         app.router.add_get("/sim/config", self.sim_config)
         app.router.add_post("/v1/completions", self.completions)
         app.router.add_post("/v1/chat/completions", self.chat)
@@ -99,6 +107,15 @@ class SimApp:
                 f'{request.version.major}.{request.version.minor}" {status} '
                 f"{_REASONS.get(status, '')}"
             )
+
+    @web.middleware
+    async def _require_api_key(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        # As vLLM's --api-key: only the /v1 routes need the key; /health, /metrics do not.
+        if request.path.startswith("/v1") and (
+            request.headers.get("Authorization") != f"Bearer {self.api_key}"
+        ):
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
 
     # -- simple routes ------------------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:

@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="name(s) the API answers to (default: the model)",
     )
     srv.add_argument(
+        "--api-key",
+        default=None,
+        help="requests to /v1 need 'Authorization: Bearer KEY', as vLLM's --api-key",
+    )
+    srv.add_argument(
         "--disable-log-stats", action="store_true", help="do not log periodic throughput stats"
     )
     srv.add_argument(
@@ -180,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--flood-log", action="store_true", help="write log lines continuously (~60 KB/s)"
     )
     sim.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="answer 404 at /metrics, as a server without Prometheus metrics",
+    )
+    sim.add_argument(
         "--shm-prefix",
         default=None,
         help="create /dev/shm/<prefix>_sim_<pid>, removed on clean shutdown",
@@ -196,6 +206,7 @@ class SimSettings:
     port: int | None = None
     model: str | None = None
     served_model_names: tuple[str, ...] = ()
+    api_key: str | None = None
     compilation_level: int | None = None  # None: vLLM's default (3)
     enforce_eager: bool = False
     max_num_seqs: int | None = None
@@ -217,6 +228,7 @@ class SimSettings:
     leave_orphan: bool = False
     flood_log: bool = False
     shm_prefix: str | None = None
+    no_metrics: bool = False
     disable_log_stats: bool = False
     disable_access_log: bool = False
     unknown_args: tuple[str, ...] = ()
@@ -333,6 +345,7 @@ def parse_settings(
         port=ns.port,
         model=model,
         served_model_names=tuple(ns.served_model_name or ()),
+        api_key=ns.api_key,
         compilation_level=parse_compilation(ns.compilation),
         enforce_eager=ns.enforce_eager,
         max_num_seqs=ns.max_num_seqs,
@@ -353,6 +366,7 @@ def parse_settings(
         leave_orphan=ns.leave_orphan,
         flood_log=ns.flood_log,
         shm_prefix=ns.shm_prefix,
+        no_metrics=ns.no_metrics,
         disable_log_stats=ns.disable_log_stats,
         disable_access_log=ns.disable_uvicorn_access_log,
         unknown_args=unknown,
@@ -364,7 +378,7 @@ def parse_settings(
 def non_default_args(settings: SimSettings) -> dict[str, object]:
     """What vLLM prints as ``non-default args: {...}`` at startup."""
     default = SimSettings()
-    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error"}
+    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error", "api_key"}  # no key in logs
     return {
         name: getattr(settings, name)
         for name in settings.__dataclass_fields__

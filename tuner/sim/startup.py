@@ -297,6 +297,8 @@ class SimServer:
             config=self.config_json(port),
             log=log,
             access_log=not st.disable_access_log,
+            api_key=st.api_key,
+            metrics=not st.no_metrics,
         ).build()
         log.info("api_server.py:1957", f"Starting vLLM API server 0 on http://{st.host}:{port}")
         for route in (

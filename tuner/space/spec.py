@@ -9,6 +9,7 @@ file, the key and what to do about it; see docs/space-file.md.
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,7 +31,16 @@ OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
     **{f"{fam}_{stat}": "minimize" for fam in LATENCY_FAMILIES for stat in LATENCY_STATS},
 }
 
-SHIPPED_SPACES = Path(__file__).resolve().parents[2] / "search_spaces"
+
+def _shipped_spaces() -> Path:
+    # Package data of tuner, so an installed wheel has them too. In a checkout
+    # tuner/search_spaces is a link to the top-level search_spaces/, the files people read.
+    folder = resources.files("tuner") / "search_spaces"
+    # Every pip install puts files on disk; {space_dir} needs a real folder to name.
+    return folder if isinstance(folder, Path) else Path(str(folder))
+
+
+SHIPPED_SPACES = _shipped_spaces()
 """Where `--space nccl.yaml` is looked up when no such file is in the working directory."""
 
 Scalar = bool | int | float | str
@@ -304,13 +314,17 @@ class Space(BaseModel):
 
 
 def resolve_space_path(name: str | Path) -> Path:
-    """The file the user means: as given, else a shipped space of that name."""
+    """The file the user means: as given, else a shipped space of that name.
+
+    A shipped space is returned resolved: in a checkout that is search_spaces/NAME, the
+    file people read and edit, and ``{space_dir}`` is the same whichever way it was named.
+    """
     path = Path(name)
     if path.is_file():
         return path
     for candidate in (SHIPPED_SPACES / path.name, SHIPPED_SPACES / f"{path.name}.yaml"):
         if candidate.is_file():
-            return candidate
+            return candidate.resolve()
     shipped = sorted(p.name for p in SHIPPED_SPACES.glob("*.yaml"))
     raise ConfigError(
         f"{name}: no such space file; shipped spaces are: {', '.join(shipped) or '(none)'}"

@@ -99,10 +99,12 @@ def parse_nccl_version(log_text: str | None) -> str | None:
 
 def server_version(base_url: str, *, timeout_s: float = 5.0) -> str | None:
     """``GET {base_url}/version`` -> its "version" (vLLM answers ``{"version": "0.11.0"}``)."""
-    import httpx  # noqa: PLC0415 - only needed with a server; keeps this module light
+    # Only needed with a server: keeps this module (and `tuner best`) free of httpx.
+    from tuner.server_http import server_client  # noqa: PLC0415
 
     try:
-        response = httpx.get(base_url.rstrip("/") + "/version", timeout=timeout_s)
+        with server_client(timeout=timeout_s) as client:
+            response = client.get(base_url.rstrip("/") + "/version")
         if response.status_code != 200:
             return None
         version = response.json().get("version")

@@ -13,12 +13,18 @@ parallelism writes one series per engine), except fractions (``*_perc``), which
 are averaged; ``by_series=True`` keeps one key per series instead,
 ``name{label="v",...}`` with labels sorted. Histogram buckets and ``_created``
 timestamps are dropped: summed over labels they mean nothing.
+
+A failed scrape (unreachable, not 200, unparsable) reads as None; its reason goes to a
+``ScrapeFailures`` when one is given (the launch monitor's: one notice per launch, which
+the sweep shows), else to a ``logging`` warning. Requests are made with the client setup
+of tuner/server_http.py (no proxy, the API key).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -27,6 +33,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tuner.server_http import async_server_client, server_client
 from tuner.telemetry.sampler import PeriodicSampler
 
 log = logging.getLogger(__name__)
@@ -65,16 +72,61 @@ def parse_metrics(text: str, *, by_series: bool = False) -> dict[str, float]:
     return sums
 
 
+class ScrapeFailures:
+    """The failed scrapes of one launch: the first reason and a count, for a single notice.
+
+    Thread-safe: the sampler's thread and the benchmark's both add to it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.first: str | None = None
+        self.count = 0
+
+    def add(self, reason: str) -> None:
+        with self._lock:
+            self.count += 1
+            if self.first is None:
+                self.first = reason
+
+    def notice(self) -> str | None:
+        """One line for the user, or None when every scrape worked."""
+        with self._lock:
+            if self.first is None:
+                return None
+            times = f" ({self.count} failed scrapes)" if self.count > 1 else ""
+            return (
+                f"{self.first}{times}; the server's own figures (preemptions, KV cache use, "
+                "queue) are missing where a scrape failed"
+            )
+
+
 def _metrics_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/metrics"
 
 
-def _parse_or_none(text: str, url: str, by_series: bool) -> dict[str, float] | None:
-    try:
-        return parse_metrics(text, by_series=by_series)
-    except ValueError as exc:
-        log.warning("cannot parse %s: %s", url, exc)
+def _failed(reason: str, failures: ScrapeFailures | None) -> None:
+    if failures is not None:
+        failures.add(reason)
+    else:
+        log.warning("%s", reason)
+
+
+def _parse_response(
+    response: httpx.Response, url: str, by_series: bool, failures: ScrapeFailures | None
+) -> dict[str, float] | None:
+    if response.status_code != 200:
+        _failed(f"cannot scrape {url}: it answered HTTP {response.status_code}", failures)
         return None
+    try:
+        return parse_metrics(response.text, by_series=by_series)
+    except ValueError as exc:
+        _failed(f"cannot parse {url}: {exc}", failures)
+        return None
+
+
+def _unreachable(url: str, exc: Exception, failures: ScrapeFailures | None) -> None:
+    _failed(f"cannot scrape {url}: {type(exc).__name__}: {exc}".rstrip(": "), failures)
 
 
 def scrape_metrics(
@@ -83,21 +135,23 @@ def scrape_metrics(
     timeout_s: float = 5,
     by_series: bool = False,
     client: httpx.Client | None = None,
+    failures: ScrapeFailures | None = None,
 ) -> dict[str, float] | None:
-    """GET ``{base_url}/metrics`` and parse it; None when unreachable, not 200, or unparsable."""
+    """GET ``{base_url}/metrics`` and parse it; None when unreachable, not 200, or unparsable.
+
+    ``client`` defaults to a ``server_client()`` for this one request.
+    """
     url = _metrics_url(base_url)
     try:
         if client is not None:
             response = client.get(url, timeout=timeout_s)
         else:
-            response = httpx.get(url, timeout=timeout_s)
+            with server_client(timeout=timeout_s) as own:
+                response = own.get(url)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        log.debug("cannot scrape %s: %r", url, exc)
+        _unreachable(url, exc, failures)
         return None
-    if response.status_code != 200:
-        log.debug("%s answered %s", url, response.status_code)
-        return None
-    return _parse_or_none(response.text, url, by_series)
+    return _parse_response(response, url, by_series, failures)
 
 
 async def scrape_metrics_async(
@@ -106,6 +160,7 @@ async def scrape_metrics_async(
     timeout_s: float = 5,
     by_series: bool = False,
     client: httpx.AsyncClient | None = None,
+    failures: ScrapeFailures | None = None,
 ) -> dict[str, float] | None:
     """``scrape_metrics`` for callers already in an event loop (the benchmark)."""
     url = _metrics_url(base_url)
@@ -113,14 +168,12 @@ async def scrape_metrics_async(
         if client is not None:
             response = await client.get(url, timeout=timeout_s)
         else:
-            async with httpx.AsyncClient() as own:
-                response = await own.get(url, timeout=timeout_s)
+            async with async_server_client(timeout=timeout_s) as own:
+                response = await own.get(url)
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        log.debug("cannot scrape %s: %r", url, exc)
+        _unreachable(url, exc, failures)
         return None
-    if response.status_code != 200:
-        return None
-    return _parse_or_none(response.text, url, by_series)
+    return _parse_response(response, url, by_series, failures)
 
 
 def lookup(metrics: Mapping[str, float] | None, names: Sequence[str]) -> float | None:
@@ -245,8 +298,10 @@ class MetricsSampler(PeriodicSampler[MetricsReading]):
     """Scrapes /metrics every ``interval_s`` during a level, for the gauges' peaks.
 
     Pass ``[r.values for r in sampler.window(start, end)]`` as ``during`` to
-    ``metrics_delta``. A failed scrape is skipped. Each scrape costs the server a
-    few milliseconds of its API process, hence the slower default than the GPU sampler.
+    ``metrics_delta``. A failed scrape is skipped and goes to ``failures``; without one
+    the sampler keeps its own and logs its notice once, at ``stop()``. Each scrape costs
+    the server a few milliseconds of its API process, hence the slower default than the
+    GPU sampler.
     """
 
     thread_name = "tuner-metrics-sampler"
@@ -258,22 +313,30 @@ class MetricsSampler(PeriodicSampler[MetricsReading]):
         interval_s: float = 2.0,
         timeout_s: float = 2.0,
         max_samples: int = 10_000,
+        failures: ScrapeFailures | None = None,
     ) -> None:
         super().__init__(interval_s, max_records=max_samples)
         self.base_url = base_url
         self.timeout_s = timeout_s
+        self._reports_failures = failures is None
+        self.failures = ScrapeFailures() if failures is None else failures
         self._client: httpx.Client | None = None
 
     def _prime(self) -> None:
-        self._client = httpx.Client()
+        self._client = server_client(timeout=self.timeout_s)
 
     def _read(self) -> Iterable[MetricsReading]:
-        values = scrape_metrics(self.base_url, timeout_s=self.timeout_s, client=self._client)
+        values = scrape_metrics(
+            self.base_url, timeout_s=self.timeout_s, client=self._client, failures=self.failures
+        )
         return [] if values is None else [MetricsReading(time.time(), values)]
 
     def stop(self) -> list[MetricsReading]:
         records = super().stop()
-        if self._client is not None:
+        if self._client is not None:  # started, and stopped for the first time
             self._client.close()
             self._client = None
+            notice = self.failures.notice()
+            if self._reports_failures and notice:
+                log.warning("%s", notice)
         return records

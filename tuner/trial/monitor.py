@@ -4,7 +4,8 @@
 benchmark level and returns what happened during it (GPU summary with J/token,
 host summary, /metrics deltas with peaks and a preemption flag); ``stop()``
 returns every raw sample for the store. Without a GPU only the host and server
-sides run.
+sides run. Every /metrics scrape of the launch reports its failures to one
+``ScrapeFailures``: ``scrape_notice()`` is one line for the user per launch.
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ class LevelWindow:
 
     def __init__(self, monitor: LaunchMonitor) -> None:
         self._monitor = monitor
-        self._before = telemetry.scrape_metrics(monitor.base_url)
+        self._before = telemetry.scrape_metrics(monitor.base_url, failures=monitor.scrape_failures)
         self._start = time.time()
 
     def finish(self, *, output_tokens: int, duration_s: float) -> LevelTelemetry:
         m = self._monitor
         end = time.time()
-        after = telemetry.scrape_metrics(m.base_url)
+        after = telemetry.scrape_metrics(m.base_url, failures=m.scrape_failures)
         during = [r.values for r in m.metrics.window(self._start, end)]
         delta = telemetry.metrics_delta(self._before, after, during=during)
         gpu = None
@@ -65,6 +66,7 @@ class LaunchMonitor:
         self, gpu: GpuBackend, *, server_pid: int, base_url: str, interval_s: float = 1.0
     ) -> None:
         self.base_url = base_url
+        self.scrape_failures = telemetry.ScrapeFailures()
         self.gpu_sampler = (
             telemetry.GpuSampler(gpu, list(range(gpu.device_count())), interval_s=interval_s)
             if gpu.available
@@ -74,7 +76,9 @@ class LaunchMonitor:
         # /metrics during a level: the KV-cache and queue gauges peak mid-level, and a
         # scrape after it only sees an idle server. Slower than the GPU sampler: each
         # scrape costs the server's API process a few milliseconds.
-        self.metrics = telemetry.MetricsSampler(base_url, interval_s=max(2.0, interval_s))
+        self.metrics = telemetry.MetricsSampler(
+            base_url, interval_s=max(2.0, interval_s), failures=self.scrape_failures
+        )
         self._samples: list[dict[str, Any]] | None = None
 
     def start(self) -> LaunchMonitor:
@@ -93,6 +97,10 @@ class LaunchMonitor:
             self.metrics.stop()
             self._samples = sample_rows(gpu, host)
         return self._samples
+
+    def scrape_notice(self) -> str | None:
+        """What went wrong with this launch's /metrics scrapes, in one line; None if nothing."""
+        return self.scrape_failures.notice()
 
     def __enter__(self) -> LaunchMonitor:
         return self.start()

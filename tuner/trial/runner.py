@@ -168,7 +168,7 @@ class TrialRunner:
             )
             self.store.update_launch(launch_id, seconds_to_healthy=seconds)
             self.observer.healthy(trial_number, seconds)
-            outcome = self._benchmark(process, launch_id, trial_number, port, prune_check)
+            outcome = self._benchmark(process, launch_id, trial_number, prune_check)
             outcome = dataclasses.replace(outcome, seconds_to_healthy=seconds)
             status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
             reason = outcome.pruned_reason
@@ -218,12 +218,11 @@ class TrialRunner:
         process: ServerProcess,
         launch_id: int,
         trial_number: int,
-        port: int,
         prune_check: PruneCheck | None,
     ) -> LaunchOutcome:
         """Every round of every level; the objective's value per round; pruning between."""
         spec = self.spec
-        base_url = f"http://{spec.server.host}:{port}"
+        base_url = process.url  # IPv6 in brackets; a wildcard bind reached on loopback
         if not self._inventory_done:
             self._record_inventory(base_url, process)
         model = spec.benchmark.model or bench.discover_model(base_url)
@@ -258,6 +257,9 @@ class TrialRunner:
         finally:
             samples = monitor.stop()
             self.store.add_samples(launch_id, samples)
+            notice = monitor.scrape_notice()
+            if notice:
+                self.observer.message(f"trial {trial_number}: {notice}")
         if monitor.gpu_sampler is not None:
             gpu = telemetry.summarize_gpu(
                 monitor.gpu_sampler.records(), output_tokens=tokens, duration_s=seconds
