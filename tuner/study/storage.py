@@ -13,13 +13,18 @@ import time
 import optuna
 import sqlalchemy.exc
 
+from tuner.secrets import create_private_file, sqlite_file
+
 
 def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables).
 
     Workers starting together on a fresh PostgreSQL race to create optuna's tables; the
-    loser of the race retries and finds them made.
+    loser of the race retries and finds them made. A new SQLite file is owner-only.
     """
+    path = sqlite_file(url)
+    if path is not None:
+        create_private_file(path)
     for attempt in range(attempts):
         try:
             return optuna.storages.RDBStorage(url)
