@@ -27,7 +27,7 @@ from tuner.errors import ConfigError, StoreError
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
-from tuner.views.deploy import DEPLOY_FORMATS, deployment_text
+from tuner.views.deploy import DEPLOY_FORMATS, deployment_text, secret_args_notes
 from tuner.views.study_access import open_study
 
 FORMATS = ("table", "json", *DEPLOY_FORMATS)
@@ -233,8 +233,14 @@ def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, 
     return (low, high)
 
 
-def print_best(report: BestReport, fmt: str, console: Console) -> None:
-    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment."""
+def print_best(
+    report: BestReport, fmt: str, console: Console, notes: Console | None = None
+) -> None:
+    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment.
+
+    ``notes`` (stderr) gets what must not be pasted with ``--format args``: which of its
+    values are secrets to fill in.
+    """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     rec = report.recommended
@@ -245,6 +251,9 @@ def print_best(report: BestReport, fmt: str, console: Console) -> None:
         if rec is None:
             raise StoreError(f"study {report.study!r} has no completed trial yet")
         console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
+        if fmt == "args" and notes is not None:
+            for note in secret_args_notes(rec):
+                notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         return
     console.print(_best_table(report))
     if report.noise is not None:
