@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import socket
 from collections.abc import Awaitable, Callable
@@ -37,6 +38,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _REASONS = {
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     500: "Internal Server Error",
@@ -58,6 +60,7 @@ class SimApp:
         config: dict[str, Any],
         log: Log,
         access_log: bool = True,
+        api_key: str | None = None,
     ) -> None:
         self.engine = engine
         self.profile = profile
@@ -67,9 +70,12 @@ class SimApp:
         self.config = config
         self.log = log
         self.access_log = access_log
+        self.api_key = api_key
 
     def build(self) -> web.Application:
         middlewares = [self._access_log] if self.access_log else []
+        if self.api_key is not None:
+            middlewares.append(self._authenticate)
         app = web.Application(middlewares=middlewares, client_max_size=64 * 2**20)
         app.router.add_get("/health", self.health)
         app.router.add_get("/ping", self.health)
@@ -99,6 +105,15 @@ class SimApp:
                 f'{request.version.major}.{request.version.minor}" {status} '
                 f"{_REASONS.get(status, '')}"
             )
+
+    @web.middleware
+    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        # As vLLM's --api-key: the /v1 routes need the key; /health, /metrics do not.
+        if request.path.startswith("/v1") and not hmac.compare_digest(
+            request.headers.get("Authorization", ""), f"Bearer {self.api_key}"
+        ):
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        return await handler(request)
 
     # -- simple routes ------------------------------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
