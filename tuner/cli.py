@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from tuner import exit_codes
 from tuner.errors import ConfigError, NoAnswerError, Terminated, TunerError
+from tuner.secrets import safe_url
 from tuner.storage import DEFAULT_STORAGE
 
 app = typer.Typer(
@@ -181,7 +182,7 @@ def best(
 
     _check_format(fmt, FORMATS)
     result = best_report(storage, resolve_study(storage, study, space))
-    print_best(result, fmt, out)
+    print_best(result, fmt, out, notes=err)
 
 
 @app.command("trials")
@@ -318,7 +319,7 @@ def bench(
     summaries = [r.summary for r in runs]
     if record:
         launch = bench_command.record_bench(storage, study, url, used_model, runs)
-        err.print(f"recorded as launch {launch} of study {study!r} in {storage}")
+        err.print(f"recorded as launch {launch} of study {study!r} in {safe_url(storage)}")
     if fmt == "json":
         out.print_json(json.dumps(levels_document(summaries, url=url, model=used_model)))
     else:
@@ -350,7 +351,7 @@ def sim(ctx: typer.Context) -> None:
 def _study_flags(storage: str, study: str) -> str:
     flags = f" --study {study}"
     if storage != DEFAULT_STORAGE:
-        flags += f" --storage {storage}"
+        flags += f" --storage {safe_url(storage)}"  # a password stays where the user put it
     return flags
 
 

@@ -341,6 +341,28 @@ def test_bad_requests_get_vllm_shaped_errors(start_sim: StartSim) -> None:
     assert sim.stop()[0] == 0
 
 
+@pytest.mark.parametrize("where", ["flag", "env"])
+def test_an_api_key_guards_the_v1_routes_and_never_shows(start_sim: StartSim, where: str) -> None:
+    key = "sk-sim-" + uuid.uuid4().hex
+    sim = start_sim("--api-key", key) if where == "flag" else start_sim(env={"VLLM_API_KEY": key})
+    sim.wait_healthy()  # /health needs no key, as in vLLM
+    body = {"model": KIMI, "prompt": "hi", "max_tokens": 2}
+    assert httpx.get(sim.url + "/v1/models").status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert httpx.post(sim.url + "/v1/completions", json=body, headers=wrong).status_code == 401
+    good = {"Authorization": f"Bearer {key}"}
+    assert httpx.get(sim.url + "/v1/models", headers=good).status_code == 200
+    assert httpx.post(sim.url + "/v1/completions", json=body, headers=good).status_code == 200
+    assert httpx.get(sim.url + "/metrics").status_code == 200
+    config = sim.config()
+    assert key not in json.dumps(config)
+    assert config["settings"]["api_key"] == "***"
+    assert sim.stop()[0] == 0
+    log = sim.log()
+    assert key not in log and "'api_key': '***'" in log
+    assert '"GET /v1/models HTTP/1.1" 401 Unauthorized' in log
+
+
 def test_metrics_parse_as_prometheus_text(start_sim: StartSim) -> None:
     sim = start_sim()
     sim.wait_healthy()

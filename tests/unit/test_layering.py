@@ -1,7 +1,8 @@
 """The package layering of docs/architecture.md holds: no module imports from a layer above.
 
 cli -> views, bench_command -> study -> trial, check -> bench, launcher, telemetry,
-storage -> space, stats, nccl, server_http, events -> errors, exit_codes. Nothing outside tuner/sim
+storage -> space, stats, nccl, server_http, secrets, events -> errors,
+exit_codes. Nothing outside tuner/sim
 imports the simulator, except cli (`tuner sim` starts it).
 """
 
@@ -28,6 +29,7 @@ LAYER = {
     "stats": 1,
     "nccl": 1,
     "server_http": 1,
+    "secrets": 1,
     "events": 1,
     "errors": 0,
     "exit_codes": 0,

@@ -290,3 +290,14 @@ def test_warmup_failure(algo: str | None, version: str, fails: bool) -> None:
     assert (warn is not None) is fails
     if warn:
         assert "no algorithm/protocol available" in warn
+
+
+def test_the_api_key_comes_from_the_flag_or_vllm_api_key_and_prints_hidden() -> None:
+    assert parse_settings(["--api-key", "k1"], {"VLLM_API_KEY": "sk-env-key"}).api_key == "k1"
+    s = parse_settings([], {"VLLM_API_KEY": "sk-env-key"})
+    assert s.api_key == "sk-env-key"
+    assert non_default_args(s) == {"api_key": "***"}
+    assert s.as_json()["api_key"] == "***"
+    assert "sk-env-key" not in repr(s)
+    assert parse_settings([], {}).api_key is None
+    assert "--api-key" not in parse_settings(["--api-key", "k1"], {}).unknown_args

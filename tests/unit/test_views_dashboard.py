@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
+import sys
+import types
 from typing import Any
 
 import pytest
@@ -14,21 +15,16 @@ from tuner.views import dashboard
 def test_without_optuna_dashboard_the_error_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(dashboard.shutil, "which", lambda name: None)
+    monkeypatch.setitem(sys.modules, "optuna_dashboard", None)  # import fails
     with pytest.raises(ConfigError, match=r"pip install 'tuner\[dashboard\]'"):
         dashboard.run_dashboard("sqlite:///x.db", 8080)
 
 
-def test_the_dashboard_listens_on_localhost_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    ran: list[list[str]] = []
-
-    def fake_run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
-        ran.append(argv)
-        return subprocess.CompletedProcess(argv, 0)
-
-    monkeypatch.setattr(dashboard.shutil, "which", lambda name: f"/opt/bin/{name}")
-    monkeypatch.setattr(dashboard.subprocess, "run", fake_run)
-    dashboard.run_dashboard("sqlite:///x.db", 8123)
-    assert ran == [
-        ["/opt/bin/optuna-dashboard", "sqlite:///x.db", "--host", "127.0.0.1", "--port", "8123"]
-    ]
+def test_the_dashboard_runs_in_process_on_localhost_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process: a storage URL's password never goes on a command line (ps)."""
+    ran: list[tuple[Any, dict[str, Any]]] = []
+    fake = types.ModuleType("optuna_dashboard")
+    fake.run_server = lambda storage, **kw: ran.append((storage, kw))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "optuna_dashboard", fake)
+    dashboard.run_dashboard("postgresql://u:hunter2@db/x", 8123)
+    assert ran == [("postgresql://u:hunter2@db/x", {"host": "127.0.0.1", "port": 8123})]

@@ -36,6 +36,7 @@ from tuner.check.host import check_cpus, check_port, check_storage
 from tuner.check.model import check_model
 from tuner.check.nccl import check_nccl, check_nccl_variable
 from tuner.check.report import CheckItem, CheckReport, Findings, Level
+from tuner.secrets import scrub, secret_values
 from tuner.space.model_limits import baseline_argv
 from tuner.space.spec import Space
 
@@ -84,4 +85,7 @@ def check_space(
     check_cpus(space, found)
     check_storage(storage, found)
     check_model(space, argv, found)
-    return CheckReport(space=str(space.path), items=tuple(found.items))
+    # A message may quote a flag of the command (`--hf-token=...`): never its secret value.
+    hide = secret_values(argv, env)
+    items = (CheckItem(i.level, i.key, scrub(i.message, hide)) for i in found.items)
+    return CheckReport(space=str(space.path), items=tuple(items))

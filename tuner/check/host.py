@@ -8,6 +8,7 @@ import os
 from tuner.check.report import Findings
 from tuner.errors import StoreError
 from tuner.launcher import port_in_use
+from tuner.secrets import others_can_read, safe_url, sqlite_file
 from tuner.space.spec import Space
 
 
@@ -74,4 +75,13 @@ def check_storage(storage: str, found: Findings) -> None:
     except StoreError as exc:
         found.add("error", "storage", str(exc))
         return
-    found.add("ok", "storage", f"{storage} is writable")
+    shown = safe_url(storage)
+    path = sqlite_file(storage)
+    if path is not None and others_can_read(path):
+        found.add(
+            "warning",
+            "storage",
+            f"{path} can be read by other users, and it holds the servers' command lines "
+            f"and logs: chmod 600 {path} (tuner creates new databases owner-only)",
+        )
+    found.add("ok", "storage", f"{shown} is writable")

@@ -20,6 +20,7 @@ from typing import Any
 import psutil
 
 from tuner.launcher.procfs import ProcStat, environ_has, read_stat
+from tuner.secrets import redact_argv
 
 MARKER_ENV = "TUNER_LAUNCH_MARKER"
 """Set in the environment of every server tuner starts; its value is the launch id."""
@@ -123,7 +124,11 @@ def identity_matches(
     marked: bool = False,
 ) -> bool:
     """The decision, apart from the reading: same start time, and same command line
-    or (for a server that rewrote its title) our launch marker in its environment."""
+    or (for a server that rewrote its title) our launch marker in its environment.
+
+    The stored command line has its secret values as ``***`` (tuner/secrets.py): the
+    live one matches when it reads the same once redacted."""
     if abs(create_time - identity.create_time) > CREATE_TIME_TOLERANCE_S:
         return False
-    return tuple(cmdline) == identity.cmdline or marked
+    live = tuple(cmdline)
+    return live == identity.cmdline or tuple(redact_argv(live)) == identity.cmdline or marked

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import psutil
 
+from tuner.secrets import redact_argv
+
 PROC = Path("/proc")
 DEAD_STATES = frozenset("ZXx")  # the thread exited: zombie (Z) or being released (X)
 
@@ -186,10 +188,11 @@ def environ_has(pid: int, name: str, value: str) -> bool:
 
 
 def describe(pid: int) -> str:
-    """``pid N (command line)`` for messages; the command line is cut to 200 characters."""
+    """``pid N (command line)`` for messages; the command line is cut to 200 characters,
+    the values of its secret-looking flags shown as ``***``."""
     try:
         # One line, whatever the arguments hold (python -c scripts have newlines).
-        cmdline = " ".join(" ".join(psutil.Process(pid).cmdline()).split())
+        cmdline = " ".join(" ".join(redact_argv(psutil.Process(pid).cmdline())).split())
     except (psutil.Error, OSError):
         cmdline = ""
     if not cmdline:

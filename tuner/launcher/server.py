@@ -40,6 +40,7 @@ from tuner.launcher.shm import SHM_DIR, ShmTracker
 from tuner.launcher.spec import LaunchSpec, port_in_use, port_listeners
 from tuner.launcher.teardown import NOTHING_TO_STOP, StopReport, Teardown, peek_exit_code
 from tuner.launcher.tree import ProcessTree
+from tuner.secrets import redact_argv
 from tuner.server_http import server_client
 from tuner.telemetry.gpu import GpuBackend
 
@@ -142,8 +143,8 @@ class ServerProcess:
             self._gpu_baseline = memory_snapshot(self.gpu, spec.gpu_devices)
             env = spec.child_env()
             env[MARKER_ENV] = self.marker
-            spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(spec.log_path, "ab") as log:
+            spec.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with _open_log(spec.log_path) as log:
                 log.write(self._header().encode())
                 log.flush()
                 self._log_offset = log.tell()
@@ -166,7 +167,7 @@ class ServerProcess:
                 target=self._watch, name=f"tuner-watch-{popen.pid}", daemon=True
             )
             self._watcher.start()
-            logger.info("started server pid %d: %s", popen.pid, shlex.join(spec.argv))
+            logger.info("started server pid %d: %s", popen.pid, shlex.join(redact_argv(spec.argv)))
             return self._identity
 
     def _capture_identity(self) -> ProcessIdentity:
@@ -184,7 +185,9 @@ class ServerProcess:
     def _header(self) -> str:
         spec = self.spec
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        lines = [f"# tuner: launch {self.marker} at {when}", f"# argv: {shlex.join(spec.argv)}"]
+        # The values of secret-looking flags as ***: the log tail goes into the study.
+        argv = shlex.join(redact_argv(spec.argv))
+        lines = [f"# tuner: launch {self.marker} at {when}", f"# argv: {argv}"]
         if spec.env:
             # Names only: a fixed server env may hold tokens; the values are in the study.
             lines.append(f"# env set: {' '.join(sorted(spec.env))}")
@@ -430,6 +433,12 @@ class ServerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """The launch's log, opened to append; a new one is readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "ab")
 
 
 _OWN_LINES = ("# tuner:", "# argv:", "# env set:", "# env unset:")

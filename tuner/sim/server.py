@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import socket
 from collections.abc import Awaitable, Callable
@@ -76,7 +77,7 @@ class SimApp:
     def build(self) -> web.Application:
         middlewares = [self._access_log] if self.access_log else []
         if self.api_key is not None:
-            middlewares.append(self._require_api_key)
+            middlewares.append(self._authenticate)
         app = web.Application(middlewares=middlewares, client_max_size=64 * 2**20)
         app.router.add_get("/health", self.health)
         app.router.add_get("/ping", self.health)
@@ -109,10 +110,10 @@ class SimApp:
             )
 
     @web.middleware
-    async def _require_api_key(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        # As vLLM's --api-key: only the /v1 routes need the key; /health, /metrics do not.
-        if request.path.startswith("/v1") and (
-            request.headers.get("Authorization") != f"Bearer {self.api_key}"
+    async def _authenticate(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        # As vLLM's --api-key: the /v1 routes need the key; /health, /metrics do not.
+        if request.path.startswith("/v1") and not hmac.compare_digest(
+            request.headers.get("Authorization", ""), f"Bearer {self.api_key}"
         ):
             return web.json_response({"error": "Unauthorized"}, status=401)
         return await handler(request)

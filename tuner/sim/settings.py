@@ -19,6 +19,7 @@ from tuner.sim.nccl import NcclEnv, parse_nccl_env
 from tuner.sim.profiles import PROFILES
 
 DEFAULT_PROFILE = "kimi-k2.5-int4-tp8"
+REDACTED = "***"  # how the simulator shows its API key, like vLLM
 DEFAULT_NCCL_VERSION = "2.31.0"
 SIM_VERSION = "0.0.0-sim"
 
@@ -59,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument(
         "--api-key",
         default=None,
-        help="requests to /v1 need 'Authorization: Bearer KEY', as vLLM's --api-key",
+        metavar="KEY",
+        help="require 'Authorization: Bearer KEY' on /v1 requests, else 401 "
+        "(default: $VLLM_API_KEY, else none)",
     )
     srv.add_argument(
         "--disable-log-stats", action="store_true", help="do not log periodic throughput stats"
@@ -206,7 +209,7 @@ class SimSettings:
     port: int | None = None
     model: str | None = None
     served_model_names: tuple[str, ...] = ()
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # --api-key, else $VLLM_API_KEY
     compilation_level: int | None = None  # None: vLLM's default (3)
     enforce_eager: bool = False
     max_num_seqs: int | None = None
@@ -240,7 +243,9 @@ class SimSettings:
         out: dict[str, object] = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
-            if isinstance(value, NcclEnv):
+            if name == "api_key" and value is not None:
+                value = REDACTED  # /sim/config answers without a key
+            elif isinstance(value, NcclEnv):
                 value = value.as_json()
             elif isinstance(value, tuple):
                 value = list(value)
@@ -345,7 +350,7 @@ def parse_settings(
         port=ns.port,
         model=model,
         served_model_names=tuple(ns.served_model_name or ()),
-        api_key=ns.api_key,
+        api_key=ns.api_key or env.get("VLLM_API_KEY") or None,
         compilation_level=parse_compilation(ns.compilation),
         enforce_eager=ns.enforce_eager,
         max_num_seqs=ns.max_num_seqs,
@@ -376,11 +381,15 @@ def parse_settings(
 
 
 def non_default_args(settings: SimSettings) -> dict[str, object]:
-    """What vLLM prints as ``non-default args: {...}`` at startup."""
+    """What vLLM prints as ``non-default args: {...}`` at startup; the API key as ``***``
+    (vLLM redacts it there since 2026; older versions printed it)."""
     default = SimSettings()
-    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error", "api_key"}  # no key in logs
-    return {
+    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error"}
+    out: dict[str, object] = {
         name: getattr(settings, name)
         for name in settings.__dataclass_fields__
         if name not in skip and getattr(settings, name) != getattr(default, name)
     }
+    if "api_key" in out:
+        out["api_key"] = REDACTED
+    return out

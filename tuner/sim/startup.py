@@ -29,7 +29,7 @@ from tuner.sim.engine import Engine, launch_speed_factor
 from tuner.sim.log import Log, progress_line
 from tuner.sim.misbehave import create_shm, flood_log, remove_shm, spawn_orphan
 from tuner.sim.profiles import Profile, get_profile
-from tuner.sim.settings import SIM_VERSION, SimSettings, non_default_args
+from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
 
 LOAD_SHARE = 0.85  # of --load-seconds spent streaming shards; the rest is warmup
 STATS_INTERVAL_S = 10.0
@@ -38,8 +38,20 @@ ENV_NAMES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
 
 
 def sim_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment variables the simulated stack reads, for ``/sim/config``."""
-    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+    """The environment variables the simulated stack reads, for ``/sim/config``; the API
+    key (``VLLM_API_KEY``) as ``***``, since that route answers without one."""
+    return {
+        k: REDACTED if k == "VLLM_API_KEY" else v
+        for k, v in sorted(env.items())
+        if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+    }
+
+
+def _without_key(argv: Sequence[str], key: str | None) -> list[str]:
+    """The command line for ``/sim/config``, which answers without a key: the key as ***."""
+    if key is None:
+        return list(argv)
+    return [a.replace(key, REDACTED) for a in argv]
 
 
 def _import_in_thread(name: str) -> asyncio.Future[ModuleType]:
@@ -124,7 +136,7 @@ class SimServer:
     def config_json(self, port: int) -> dict[str, Any]:
         st, prof = self.settings, self.profile
         return {
-            "argv": self.argv,
+            "argv": _without_key(self.argv, st.api_key),
             "env": sim_env(self.env),
             "settings": st.as_json(),
             "profile": prof.name,

@@ -304,13 +304,19 @@ class SpaceSpec(_Strict):
 
 
 class Space(BaseModel):
-    """A loaded space: the spec plus where it came from and its study name."""
+    """A loaded space: the spec plus where it came from and its study name.
+
+    ``spec`` is what tuner reasons with, stores and shows: a secret param's choices are
+    tags (``***``). ``secret_spec`` is the file as written, set only when it differs;
+    the launch alone reads it (tuner/space/secret_params.py).
+    """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     spec: SpaceSpec
     path: Path
     study_name: str
+    secret_spec: SpaceSpec | None = Field(default=None, repr=False)
 
 
 def resolve_space_path(name: str | Path) -> Path:
@@ -351,7 +357,15 @@ def parse_space(raw: Any, path: Path) -> Space:
         spec = SpaceSpec.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_explain(path, exc)) from None
-    return Space(spec=spec, path=path, study_name=spec.study or path.stem)
+    from tuner.space.secret_params import hide_secret_params  # it reads this module's models
+
+    try:
+        hidden = hide_secret_params(spec)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    if hidden is None:
+        return Space(spec=spec, path=path, study_name=spec.study or path.stem)
+    return Space(spec=hidden, path=path, study_name=spec.study or path.stem, secret_spec=spec)
 
 
 def _explain(path: Path, exc: ValidationError) -> str:

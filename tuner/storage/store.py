@@ -1,12 +1,13 @@
 """The study database's API: every read and write of tuner's tables, one ``Store`` per URL.
 
 The tables themselves are in tuner/storage/tables.py. Values that look like secrets are
-redacted before they are written (``redact_env``, ``redact_argv``).
+redacted before they are written (``redact_env``, ``redact_argv``, from tuner/secrets.py);
+a new SQLite file is created readable by its owner only, and errors show the URL with
+its password hidden.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,15 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tuner.errors import StoreError
+from tuner.secrets import (
+    REDACTED,
+    create_private_file,
+    redact_argv,
+    redact_env,
+    safe_url,
+    scrub_url,
+    sqlite_file,
+)
 from tuner.storage.tables import (
     Base,
     LaunchRow,
@@ -30,38 +40,21 @@ from tuner.storage.tables import (
 DEFAULT_STORAGE = "sqlite:///experiments.db"
 SQLITE_BUSY_TIMEOUT_S = 60
 """How long a SQLite write waits for another writer (tuner's engine and optuna's alike)."""
-REDACTED = "***"
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """Env to store: values of names that look like secrets are replaced by ``***``."""
-    return {k: (REDACTED if _SECRET_NAME.search(k) else v) for k, v in env.items()}
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """Argv to store: the value of a secret-looking flag (``--api-key X``, ``--hf-token=X``)."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif arg.startswith("-") and _SECRET_NAME.search(arg.split("=", 1)[0]):
-            if "=" in arg:
-                out.append(arg.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                out.append(arg)
-                hide_next = True
-        else:
-            out.append(arg)
-    return out
+__all__ = ["DEFAULT_STORAGE", "REDACTED", "Store", "make_engine", "redact_argv", "redact_env"]
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for any SQLAlchemy URL; SQLite gets WAL and a busy timeout for sharing."""
+    """An engine for any SQLAlchemy URL; SQLite gets WAL and a busy timeout for sharing.
+
+    A SQLite file that does not exist yet is created first, readable by its owner only:
+    the study holds the servers' command lines and logs.
+    """
     try:
         if url.startswith("sqlite"):
+            path = sqlite_file(url)
+            if path is not None:
+                create_private_file(path)
             engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
             @event.listens_for(engine, "connect")
@@ -74,7 +67,7 @@ def make_engine(url: str) -> Engine:
             return engine
         return create_engine(url, pool_pre_ping=True)
     except (SQLAlchemyError, ImportError) as exc:
-        raise StoreError(f"cannot open storage {url!r}: {exc}") from exc
+        raise StoreError(f"cannot open storage {_shown(url, exc)}") from exc
 
 
 class Store:
@@ -98,9 +91,11 @@ class Store:
                 return
             except IntegrityError:
                 if attempt + 1 == attempts:
-                    raise StoreError(f"cannot create tuner tables in {self.url!r}") from None
+                    raise StoreError(
+                        f"cannot create tuner tables in {safe_url(self.url)!r}"
+                    ) from None
             except SQLAlchemyError as exc:
-                raise StoreError(f"cannot create tuner tables in {self.url!r}: {exc}") from exc
+                raise StoreError(f"cannot create tuner tables in {_shown(self.url, exc)}") from exc
 
     def session(self) -> Session:
         return self._session()
@@ -248,4 +243,11 @@ class Store:
             with self.session() as s, s.begin():
                 s.execute(update(StudyRow).where(StudyRow.id == -1).values(stop_reason=None))
         except SQLAlchemyError as exc:
-            raise StoreError(f"storage {self.url!r} is not writable: {exc}") from exc
+            raise StoreError(
+                f"storage {safe_url(self.url)!r} is not writable: {scrub_url(str(exc), self.url)}"
+            ) from exc
+
+
+def _shown(url: str, exc: BaseException) -> str:
+    """``'URL': error`` for a message, the password hidden in both."""
+    return f"{safe_url(url)!r}: {scrub_url(str(exc), url)}"

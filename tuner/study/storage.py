@@ -13,6 +13,7 @@ import time
 import optuna
 import sqlalchemy.exc
 
+from tuner.secrets import create_private_file, sqlite_file
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
 
 
@@ -21,8 +22,12 @@ def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
 
     Workers starting together on a fresh PostgreSQL race to create optuna's tables; the
     loser of the race retries and finds them made. On SQLite optuna's engine waits for a
-    busy database as long as tuner's own does (Python's default is 5 s).
+    busy database as long as tuner's own does (Python's default is 5 s), and a new
+    database file is owner-only.
     """
+    path = sqlite_file(url)
+    if path is not None:
+        create_private_file(path)
     engine_kwargs = (
         {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {}
     )

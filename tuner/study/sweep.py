@@ -25,6 +25,7 @@ from tuner import stats
 from tuner.check import check_space
 from tuner.errors import BenchmarkError, ConfigError, LaunchError, Terminated
 from tuner.events import SweepObserver
+from tuner.secrets import redact_space_text
 from tuner.space import model_limits
 from tuner.space.settings import violated_constraints
 from tuner.space.spec import Space
@@ -106,7 +107,9 @@ def run_sweep(
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     store = Store(storage)
     name = space.study_name
-    store.ensure_study(name, space_path=str(space.path), space_text=space.path.read_text())
+    # The space as stored: its secret values (server.env HF_TOKEN, --api-key ...) as ***.
+    space_text = redact_space_text(space.path.read_text())
+    store.ensure_study(name, space_path=str(space.path), space_text=space_text)
     optuna_storage = open_storage(storage)
     study = open_study(optuna_storage, name, spec.direction, seed)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.

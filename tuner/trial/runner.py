@@ -30,6 +30,8 @@ from tuner.launcher import (
     free_port,
     parse_visible_devices,
 )
+from tuner.secrets import private_dir, scrub, secret_values
+from tuner.space.secret_params import launch_settings
 from tuner.space.settings import Settings, server_argv, server_env
 from tuner.space.spec import Space
 from tuner.storage import LaunchStatus, Store, request_row, utcnow
@@ -134,8 +136,12 @@ class TrialRunner:
                 max_memory_mib=self.options.gpu_idle_max_memory_mib,
                 timeout_s=self.options.gpu_idle_timeout_s,
             )
-        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # Owner-only folders: the server's log may quote its command line and env.
+        for folder in (self.options.runs_dir, trial_dir.parent, launch.log_path.parent):
+            private_dir(folder)
         argv, env, unset = launch.argv, launch.env, launch.unset
+        # What the server may echo in its log: the secrets it is given, inherited ones too.
+        hide = secret_values(argv, launch.child_env())
         process = ServerProcess(launch, gpu=self.gpu if self.gpu.available else None)
         self.observer.trial_started(trial_number, role, settings.changed)
         identity = process.start()
@@ -174,9 +180,11 @@ class TrialRunner:
             reason = outcome.pruned_reason
             return outcome
         except LaunchError as exc:
+            _scrub_error(exc, hide)
             reason = exc.reason
             raise
         except BenchmarkError as exc:
+            _scrub_error(exc, hide)
             reason = f"benchmark failed: {exc}"
             if not process.is_running():
                 reason += f" (server exited with code {process.exit_code()})"
@@ -189,10 +197,12 @@ class TrialRunner:
             raise
         finally:
             report, again = _stop_keeping_interruption(process)
+            # The server may print a secret it was given (an old vLLM logs its --api-key):
+            # what is stored and shown of its log has the values hidden.
             fields: dict[str, Any] = dict(
                 status=status,
-                reason=reason,
-                log_tail=process.log_tail(60),
+                reason=scrub(reason, hide) if reason else reason,
+                log_tail=scrub(process.log_tail(60), hide),
                 cleanup_ok=left_nothing_behind(report),
                 cleanup=plain_dict(report),
                 finished_at=utcnow(),
@@ -306,8 +316,9 @@ class TrialRunner:
         return summary
 
     def _record_inventory(self, base_url: str, process: ServerProcess) -> None:
+        hide = secret_values(process.spec.argv, process.spec.child_env())
         inventory = telemetry.collect_inventory(
-            self.gpu, base_url=base_url, log_text=process.log_tail(400)
+            self.gpu, base_url=base_url, log_text=scrub(process.log_tail(400), hide)
         )
         self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
         self._inventory_done = True
@@ -345,8 +356,10 @@ def launch_spec_for(
     """How to start the server for these settings: argv, env, unset variables, log file.
 
     The server's env is built here once; its ``CUDA_VISIBLE_DEVICES`` (or tuner's own)
-    names the GPUs to watch, UUIDs resolved through ``gpu``.
+    names the GPUs to watch, UUIDs resolved through ``gpu``. A secret param's real value
+    goes in here, and only here (``launch_settings``).
     """
+    settings = launch_settings(space, settings)
     server = space.spec.server
     names = {
         "trial_dir": str(trial_dir),
@@ -379,6 +392,19 @@ def server_gpus(server_env: Mapping[str, str], gpu: GpuBackend | None) -> list[i
     """
     value = server_env.get("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES"))
     return parse_visible_devices(value, gpu)
+
+
+def _scrub_error(exc: LaunchError | BenchmarkError, hide: set[str]) -> None:
+    """Hide secret values in the error before it is recorded, shown or re-raised.
+
+    In place, so the traceback stays the original one.
+    """
+    if isinstance(exc, LaunchError):
+        exc.reason = scrub(exc.reason, hide)
+        exc.log_tail = scrub(exc.log_tail, hide)
+        exc.args = (exc.reason,)
+    else:
+        exc.args = tuple(scrub(str(a), hide) for a in exc.args)
 
 
 def _headline(summary: LevelSummary) -> dict[str, float]:

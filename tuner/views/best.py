@@ -27,7 +27,7 @@ from tuner.errors import ConfigError, NoAnswerError
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
-from tuner.views.deploy import DEPLOY_FORMATS, deployment_text
+from tuner.views.deploy import DEPLOY_FORMATS, deployment_text, secret_args_notes
 from tuner.views.study_access import open_study
 
 FORMATS = ("table", "json", *DEPLOY_FORMATS)
@@ -223,11 +223,15 @@ def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, 
     return (low, high)
 
 
-def print_best(report: BestReport, fmt: str, console: Console) -> None:
+def print_best(
+    report: BestReport, fmt: str, console: Console, notes: Console | None = None
+) -> None:
     """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment.
 
-    A study without an answer yet raises NoAnswerError (exit 3), in JSON after the
-    document: its null entries and trial counts are part of the contract.
+    ``notes`` (stderr) gets what must not be pasted with ``--format args``: which of its
+    values are secrets to fill in. A study without an answer yet raises NoAnswerError
+    (exit 3), in JSON after the document: its null entries and trial counts are part of
+    the contract.
     """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -240,6 +244,9 @@ def print_best(report: BestReport, fmt: str, console: Console) -> None:
         return
     if fmt in DEPLOY_FORMATS:
         console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
+        if fmt == "args" and notes is not None:
+            for note in secret_args_notes(rec):
+                notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         return
     console.print(_best_table(report))
     if report.noise is not None:

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from tuner.events import SweepObserver
 from tuner.launcher.gpu_lock import GpuLock
+from tuner.secrets import safe_url
 from tuner.space.spec import load_space
 from tuner.study.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
@@ -85,7 +86,8 @@ def run_with_console(
     if not gpu.available:
         console.print(f"[dim]{getattr(gpu, 'reason', 'no NVIDIA GPU: GPU telemetry off')}[/]")
     console.print(
-        f"Study [bold]{space.study_name}[/] in {storage}: {len(space.spec.params)} params, "
+        f"Study [bold]{space.study_name}[/] in {safe_url(storage)}: "
+        f"{len(space.spec.params)} params, "
         f"objective {space.spec.objective.metric} at concurrency {space.spec.objective_concurrency}"
     )
     progress = Progress(

@@ -1,17 +1,38 @@
-"""`tuner dashboard`: the stored studies in optuna-dashboard, on 127.0.0.1 only."""
+"""`tuner dashboard`: the stored studies in optuna-dashboard, on 127.0.0.1 only.
+
+The dashboard runs in this process (``optuna_dashboard.run_server``) rather than as the
+``optuna-dashboard URL`` command: a storage URL with a password on a command line is
+visible to every user of the machine (``ps``).
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+from types import ModuleType
 
-from tuner.errors import ConfigError
+from tuner.errors import ConfigError, TunerError
+
+
+def _optuna_dashboard() -> ModuleType:
+    try:
+        import optuna_dashboard
+    except ImportError:
+        raise ConfigError(
+            "optuna-dashboard is not installed: pip install 'tuner[dashboard]'"
+        ) from None
+    return optuna_dashboard
 
 
 def run_dashboard(storage: str, port: int) -> int:
-    """Run optuna-dashboard on ``storage`` until the user stops it; its exit code."""
-    exe = shutil.which("optuna-dashboard")
-    if exe is None:
-        raise ConfigError("optuna-dashboard is not installed: pip install 'tuner[dashboard]'")
-    argv = [exe, storage, "--host", "127.0.0.1", "--port", str(port)]
-    return subprocess.run(argv, check=False).returncode
+    """Run optuna-dashboard on ``storage`` until the user stops it (Ctrl-C); its exit code.
+
+    In this process rather than as a command, so that the storage URL (and a password in
+    it) never sits on a command line other users can read with ``ps``. A server that
+    cannot start (the port is taken) is an error, exit 1.
+    """
+    dashboard = _optuna_dashboard()
+    print(f"optuna-dashboard on http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
+    try:
+        dashboard.run_server(storage, host="127.0.0.1", port=port)
+    except OSError as exc:
+        raise TunerError(f"optuna-dashboard could not start on 127.0.0.1:{port}: {exc}") from exc
+    return 0

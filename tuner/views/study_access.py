@@ -15,6 +15,7 @@ import optuna
 import yaml
 
 from tuner.errors import ConfigError, StoreError
+from tuner.secrets import safe_url, scrub_url
 from tuner.space.spec import Space, load_space, parse_space
 from tuner.storage.store import Store
 
@@ -38,8 +39,10 @@ def resolve_study(storage: str, study: str | None, space: Path | None) -> str:
     if len(names) == 1:
         return names[0]
     if not names:
-        raise StoreError(f"{storage}: no study yet; run `tuner run --space FILE` first")
-    raise ConfigError(f"{storage} holds several studies ({', '.join(names)}): pass --study NAME")
+        raise StoreError(f"{safe_url(storage)}: no study yet; run `tuner run --space FILE` first")
+    raise ConfigError(
+        f"{safe_url(storage)} holds several studies ({', '.join(names)}): pass --study NAME"
+    )
 
 
 def _all_studies(storage: str) -> list[optuna.study.StudySummary]:
@@ -51,14 +54,16 @@ def _all_studies(storage: str) -> list[optuna.study.StudySummary]:
     try:
         return optuna.get_all_study_summaries(storage=storage, include_best_trial=False)
     except Exception as exc:  # optuna raises several storage-specific errors
-        raise StoreError(f"cannot read studies from {storage}: {exc}") from exc
+        raise StoreError(
+            f"cannot read studies from {safe_url(storage)}: {scrub_url(str(exc), storage)}"
+        ) from exc
 
 
 def stored_space(store: Store, study: str) -> Space:
     """The space the study ran with, as stored (so answers survive edits of the file)."""
     row = store.study(study)
     if row is None or not row.space_text:
-        raise StoreError(f"{store.url}: no study named {study!r} was run by tuner here")
+        raise StoreError(f"{safe_url(store.url)}: no study named {study!r} was run by tuner here")
     return parse_space(
         yaml.safe_load(row.space_text), Path(row.space_path or f"{study}.yaml")
     ).model_copy(update={"study_name": study})
@@ -71,5 +76,5 @@ def open_study(storage: str, study: str) -> StoredStudy:
     try:
         optuna_study = optuna.load_study(study_name=study, storage=storage)
     except KeyError as exc:
-        raise StoreError(f"{storage}: no optuna study named {study!r}") from exc
+        raise StoreError(f"{safe_url(storage)}: no optuna study named {study!r}") from exc
     return StoredStudy(store=store, space=space, optuna_study=optuna_study)
