@@ -51,17 +51,26 @@ def flood_url() -> Iterator[str]:
 
 def test_tuners_client_gets_every_token_the_flood_server_counts(flood_url: str) -> None:
     httpx.post(flood_url + "/truth/reset", timeout=10)
+    # Long streams (milliseconds of the server's writes each), so that they overlap: the
+    # client opens all 16, but on a busy 2-core machine the first can end before the 16th
+    # is sent (64-token streams showed a peak of 8 to 15), so the check asks for most.
+    tokens = 4096
     load = LoadSpec(
-        model="bench-model", prompt_tokens=8, max_tokens=64, concurrency=16, requests=48, warmup=1
+        model="bench-model",
+        prompt_tokens=8,
+        max_tokens=tokens,
+        concurrency=16,
+        requests=48,
+        warmup=1,
     )
     summary = summarize(measure_level(flood_url, load))
     assert summary.completed == 48 and summary.errors == 0
-    assert summary.output_tokens == 48 * 64
+    assert summary.output_tokens == 48 * tokens
     assert not summary.tokens_estimated  # the final usage chunk was there
     truth = httpx.get(flood_url + "/truth", timeout=10).json()
     assert truth["streams"] == 48 + 1  # and the warmup request
-    assert truth["tokens"] == 48 * 64 + 64
-    assert truth["peak_open_streams"] >= 16
+    assert truth["tokens"] == 48 * tokens + tokens
+    assert truth["peak_open_streams"] >= 12
     assert truth["server_cpu_s"] > 0
 
 
