@@ -1,0 +1,113 @@
+"""Paired, deterministic check that the sweep decides the same before and after a change.
+
+Runs seeded sweeps with tests/fakes.FakeRunner (no process; seeded between- and within-
+launch noise) over search_spaces/sim.yaml's params, from the tuner checkout given first,
+and prints one line per study: a hash of the launched (role, changed settings) sequence,
+the launches, the stop reason and the recommended settings. Run it on two checkouts (each
+with its own venv) and diff the outputs: a refactoring must print the same lines.
+
+    git worktree add /tmp/before <commit>
+    python benchmarks/paired_decisions.py /tmp/before 20 0.003 > before.txt
+    python benchmarks/paired_decisions.py . 20 0.003 > after.txt && diff before.txt after.txt
+
+Arguments: checkout, studies per case (10), relative noise sd (0.003). The cases are the
+search benchmark's flat (nothing matters) and hidden-gain (three settings +2.5% each, +8%
+together). It reads the pre-restructuring layout too (tuner.config, tuner.sweep, ...).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Speed = Callable[[dict[str, Any]], float]
+
+
+def flat(params: dict[str, Any]) -> float:
+    return 100.0
+
+
+def hidden_gain(params: dict[str, Any]) -> float:
+    tree = params["NCCL_ALGO"] == "allreduce:tree"
+    ll128 = params["NCCL_PROTO"] == "LL128"
+    channels = str(params["NCCL_MAX_NCHANNELS"]) == "16"
+    if tree and ll128 and channels:
+        return 108.0
+    return 100.0 * 1.025 ** (tree + ll128 + channels)
+
+
+CASES: dict[str, tuple[Speed, int]] = {"flat": (flat, 20), "hidden-gain": (hidden_gain, 30)}
+
+
+def main(root: Path, studies: int, noise: float) -> None:
+    sys.path.insert(0, str(root))  # the checkout under test, before any installed tuner
+    from tests.fakes import FakeRunner
+
+    try:
+        from tuner.space.spec import load_space
+        from tuner.storage import Store
+        from tuner.study.sweep import run_sweep
+        from tuner.views.best import best_report
+
+        def recommended(storage: str) -> dict[str, Any]:
+            entry = best_report(storage, "p").recommended
+            return dict(entry.params) if entry else {}
+
+    except ImportError:  # the layout before the restructuring (issue 11)
+        from tuner.config import load_space  # type: ignore[no-redef]
+        from tuner.report import best_report  # type: ignore[no-redef]
+        from tuner.store import Store  # type: ignore[no-redef]
+        from tuner.sweep import run_sweep  # type: ignore[no-redef]
+
+        def recommended(storage: str) -> dict[str, Any]:
+            entry = best_report(storage, "p").get("recommended")  # type: ignore[attr-defined]
+            return dict(entry["params"]) if entry else {}
+
+    space = yaml.safe_load((root / "search_spaces" / "sim.yaml").read_text())
+    space["study"] = "p"
+    space["server"]["command"] = ["srv", "--port", "{port}"]
+    for case, (speed, budget) in CASES.items():
+        for seed in range(studies):
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "p.yaml"
+                path.write_text(yaml.safe_dump(space))
+                storage = f"sqlite:///{folder}/p.db"
+                runner = FakeRunner(
+                    Store(storage), "p", speed=speed, seed=seed, between=noise, within=noise
+                )
+                with contextlib.redirect_stdout(io.StringIO()):
+                    result = run_sweep(
+                        load_space(path), storage=storage, n_trials=budget, seed=seed, runner=runner
+                    )
+                launched = [
+                    [r, sorted((k, str(v)) for k, v in c.items())] for r, c in runner.launched
+                ]
+                digest = hashlib.sha1(json.dumps(launched).encode()).hexdigest()[:10]
+                changed = {k: v for k, v in recommended(storage).items() if v != "default"}
+                print(
+                    case,
+                    seed,
+                    digest,
+                    len(runner.launched),
+                    result.stop_reason,
+                    json.dumps(changed, sort_keys=True),
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    main(
+        Path(args[0]).resolve(),
+        int(args[1]) if len(args) > 1 else 10,
+        float(args[2]) if len(args) > 2 else 0.003,
+    )
