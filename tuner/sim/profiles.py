@@ -70,6 +70,7 @@ class Profile:
     load_shards: int = 2
     step_noise_sd: float = 0.015  # i.i.d. per engine step
     drift_sd: float = 0.002  # slow AR(1) wander within a launch
+    drift_phi: float = 0.998  # the drift's step-to-step correlation (~500-step memory)
     launch_sd: float = 0.004  # log-normal per-launch speed offset
     default_max_num_seqs: int = 1024  # vLLM's default on GPUs with >= 70 GiB
     default_max_num_batched_tokens: int = 8192
