@@ -19,12 +19,19 @@ benchmark are made small and fast):
 - ``needle``: the same three together give 8%, anything less nothing: a pure
   interaction no sampler can climb towards. Same target; it is expected to fail and is
   reported as the limit of what a 30-launch search can do.
+- ``interaction`` (not run by default): one interaction on top of additive effects.
+  NCCL_PROTO=LL128 and NCCL_MAX_NCHANNELS=16 each give 2% and 7% together;
+  NCCL_BUFFSIZE=16777216 adds 2.5% (optimum 1.07 x 1.025). Same target as hidden-gain.
 
 For every case the table also gives the launches used (median, p90) against the size
 of the full grid (every combination of choices that satisfies the constraints).
 
 The simulator is started without ``--seed``: each launch draws its own speed offset and
 step noise, as a real restart would. The study's seed seeds optuna's sampler only.
+``--noise LAUNCH_SD[,ROUND_SD]`` starts it with ``--launch-noise LAUNCH_SD`` (the relative
+sd of a launch's mean between launches) and ``--round-noise ROUND_SD`` (of one round's
+mean within a launch; omitted: the profile's own), for rounds of requests x max_tokens
+steps; without it the profiles' own noise applies (about 0.3% of each kind, measured).
 
     python benchmarks/search_efficiency.py                       # 20 studies per case
     python benchmarks/search_efficiency.py --quick               # 3 per case, a smoke run
@@ -32,6 +39,7 @@ step noise, as a real restart would. The study's seed seeds optuna's sampler onl
     python benchmarks/search_efficiency.py --json /tmp/se.json   # per-study records too
     python benchmarks/search_efficiency.py --cases hidden-gain --patience 24  # diagnostic
     python benchmarks/search_efficiency.py --method tpe          # optuna's TPE throughout
+    python benchmarks/search_efficiency.py --cases flat,hidden-gain,interaction --noise 0.01,0.01
 
 Each study runs in its own Python process, in a private /dev/shm where the machine
 allows it (see _enter_private_shm). Every study is bounded by its launch budget and a
@@ -86,7 +94,9 @@ CASES: dict[str, Case] = {
     "flat": Case("flat", "flat", budget=20, optimum=1.0),
     "hidden-gain": Case("hidden-gain", "hidden-gain", budget=30, optimum=1.08),
     "needle": Case("needle", "needle", budget=30, optimum=1.08, expect_fail=True),
+    "interaction": Case("interaction", "interaction", budget=30, optimum=1.07 * 1.025),
 }
+DEFAULT_CASES = "flat,hidden-gain,needle"
 
 
 @dataclass
@@ -102,6 +112,8 @@ class Options:
     private_shm: bool = True
     patience: int | None = None  # a diagnostic override of the space's stop.patience
     method: str = "local"  # search.method: local (tuner's default) or tpe
+    launch_noise: float | None = None  # the sim's --launch-noise (None: the profile's)
+    round_noise: float | None = None  # the sim's --round-noise (None: the profile's)
 
 
 @dataclass
@@ -148,6 +160,7 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
         "--load-seconds", f"{opts.load_seconds:g}",
         "--time-scale", f"{opts.time_scale:g}",
         "--host", "127.0.0.1", "--port", "{port}",
+        *noise_args(opts),
     ]  # fmt: skip
     return {
         "study": f"{case.name}-s{seed}",
@@ -168,6 +181,31 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
         "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {})},
         "search": {"method": opts.method},
     }  # fmt: skip
+
+
+def noise_args(opts: Options) -> list[str]:
+    """The sim's noise flags for --noise; a round is requests x max_tokens steps (concurrency 1)."""
+    args: list[str] = []
+    if opts.launch_noise is not None:
+        args += ["--launch-noise", f"{opts.launch_noise:g}"]
+    if opts.round_noise is not None:
+        args += ["--round-noise", f"{opts.round_noise:g}"]
+        args += ["--round-steps", str(opts.requests * opts.max_tokens)]
+    return args
+
+
+def parse_noise(text: str) -> tuple[float, float | None]:
+    """``LAUNCH_SD[,ROUND_SD]`` as fractions (0.01 is 1%)."""
+    parts = [x.strip() for x in text.split(",")]
+    if len(parts) > 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: give LAUNCH_SD or LAUNCH_SD,ROUND_SD")
+    try:
+        values = [float(x) for x in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number (0.01 is 1%)") from None
+    if any(not 0 <= v <= 0.5 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: relative sds are fractions in [0, 0.5]")
+    return values[0], (values[1] if len(values) == 2 else None)
 
 
 def grid_size(spec: Any) -> int:
@@ -476,7 +514,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", type=int, default=20, help="seeded studies per case")
     p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--cases", default="flat,hidden-gain,needle", help="comma-separated")
+    p.add_argument(
+        "--cases",
+        default=DEFAULT_CASES,
+        help=f"comma-separated, of {', '.join(CASES)} (default {DEFAULT_CASES})",
+    )
     p.add_argument("--jobs", type=int, default=1, help="studies run in parallel")
     p.add_argument("--time-scale", type=float, default=0.1, help="the sim's --time-scale")
     p.add_argument("--load-seconds", type=float, default=0.1, help="the sim's --load-seconds")
@@ -495,6 +537,14 @@ def main(argv: list[str] | None = None) -> int:
         choices=["local", "tpe"],
         default="local",
         help="search.method of every study (default local, tuner's default; tpe to compare)",
+    )
+    p.add_argument(
+        "--noise",
+        type=parse_noise,
+        default=None,
+        metavar="LAUNCH_SD[,ROUND_SD]",
+        help="the sim's --launch-noise [and --round-noise], fractions: 0.01,0.01 is 1%% "
+        "between launches and 1%% between rounds (default: the profiles' own noise)",
     )
     p.add_argument("--quick", action="store_true", help="3 studies per case: a smoke run")
     p.add_argument("--keep", action="store_true", help="keep each study's directory")
@@ -528,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         private_shm=not args.shared_shm,
         patience=args.patience,
         method=args.method,
+        launch_noise=args.noise[0] if args.noise else None,
+        round_noise=args.noise[1] if args.noise else None,
     )
 
     from tuner.space.spec import parse_space
@@ -550,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         f"--seed; bench: prompt {opts.prompt_tokens}, max_tokens {opts.max_tokens}, "
         f"concurrency 1, {opts.requests} requests x {opts.rounds} rounds, no warmup"
     )
+    noise = " ".join(noise_args(opts)) or "the profiles' own"
+    print(f"  noise: {noise}")
     print(
         f"  space: params, constraints and stop rule of {SIM_SPACE.relative_to(ROOT)}"
         + (f", but patience {opts.patience} (diagnostic)" if opts.patience else "")

@@ -215,6 +215,22 @@ def test_config_shows_the_env_and_flags_the_server_saw(start_sim: StartSim) -> N
     assert sim.stop()[0] == 0
 
 
+def test_noise_flags_reach_the_engine(start_sim: StartSim) -> None:
+    sim = start_sim("--launch-noise", "0.02", "--round-noise", "0.01", "--round-steps", "96")
+    sim.wait_healthy()
+    cfg = sim.config()
+    noise, default = cfg["noise"], {"launch_sd": 0.004, "drift_sd": 0.002, "drift_phi": 0.998}
+    assert noise["launch_sd"] == pytest.approx(0.02, rel=0.01)
+    assert noise["drift_phi"] == pytest.approx(1 - 1 / 6)  # a memory of 96 / 16 steps
+    assert noise["drift_sd"] > 0.01  # a fast drift: most of it averages out over a round
+    assert cfg["settings"]["round_steps"] == 96
+    assert sim.stop()[0] == 0
+    plain = start_sim()
+    plain.wait_healthy()
+    assert {k: plain.config()["noise"][k] for k in default} == default
+    assert plain.stop()[0] == 0
+
+
 # -- the API ---------------------------------------------------------------------------------
 def test_streaming_completion_with_usage(start_sim: StartSim) -> None:
     sim = start_sim()

@@ -208,6 +208,22 @@ def test_hidden_gain_builds_up_to_eight_percent_with_all_three() -> None:
     assert relative_speed("hidden-gain", settings(), 1) == pytest.approx(1.0)
 
 
+def test_interaction_profile_pair_helps_more_together_plus_an_additive_setting() -> None:
+    def speed(**env: str) -> float:
+        return relative_speed("interaction", parse_settings([], env), 1)
+
+    pair = {"NCCL_PROTO": "LL128", "NCCL_MAX_NCHANNELS": "16"}
+    additive = {"NCCL_BUFFSIZE": "16777216"}
+    assert speed() == pytest.approx(1.0)
+    assert speed(NCCL_PROTO="LL128") == pytest.approx(1.02)
+    assert speed(NCCL_MAX_NCHANNELS="16") == pytest.approx(1.02)
+    assert speed(**pair) == pytest.approx(1.07)
+    assert speed(**additive) == pytest.approx(1.025)
+    assert speed(NCCL_PROTO="LL128", **additive) == pytest.approx(1.02 * 1.025)
+    assert speed(**pair, **additive) == pytest.approx(1.07 * 1.025)
+    assert speed(**pair, NCCL_ALGO="allreduce:tree") == pytest.approx(1.07)  # others: nothing
+
+
 def test_reasoning_profile() -> None:
     prof = PROFILES["reasoning"]
     assert prof.reasoning_share == 0.5

@@ -30,8 +30,6 @@ from tuner.sim.settings import SimSettings
 # steps back to back, so the average rate stays right; after a stall longer than this the
 # schedule restarts from now instead, since a burst that long would not look like a GPU.
 MAX_LAG_S = 0.5
-# Correlation of the slow drift term from one step to the next (~500-step memory).
-DRIFT_PHI = 0.998
 
 
 class Seq:
@@ -286,9 +284,8 @@ class Engine:
     def _noise(self) -> float:
         """Per-step multiplier: launch factor x (1 + slow drift + i.i.d. jitter) x time scale."""
         p = self.profile
-        self._drift = DRIFT_PHI * self._drift + math.sqrt(1 - DRIFT_PHI**2) * self.rng.gauss(
-            0.0, p.drift_sd
-        )
+        phi = p.drift_phi
+        self._drift = phi * self._drift + math.sqrt(1 - phi**2) * self.rng.gauss(0.0, p.drift_sd)
         jitter = self.rng.gauss(0.0, p.step_noise_sd)
         return self.speed_factor * max(0.5, 1.0 + self._drift + jitter) * self.time_scale
 

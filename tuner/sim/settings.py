@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ DEFAULT_PROFILE = "kimi-k2.5-int4-tp8"
 REDACTED = "***"  # how the simulator shows its API key, like vLLM
 DEFAULT_NCCL_VERSION = "2.31.0"
 SIM_VERSION = "0.0.0-sim"
+DEFAULT_ROUND_STEPS = 384  # benchmarks/search_efficiency.py's round: 3 requests x 128 tokens
+MAX_NOISE = 0.5  # a relative sd above 50% is a percentage typed as a fraction
 
 
 class ArgError(ValueError):
@@ -152,6 +155,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed of the per-launch speed offset and step noise (default random)",
     )
     sim.add_argument(
+        "--launch-noise",
+        type=float,
+        default=None,
+        metavar="SD",
+        help="relative sd of a launch's mean throughput between launches, a fraction "
+        "(0.01: 1%%; default: the profile's, 0.4%%)",
+    )
+    sim.add_argument(
+        "--round-noise",
+        type=float,
+        default=None,
+        metavar="SD",
+        help="relative sd of one benchmark round's mean throughput within a launch, a "
+        "fraction, for rounds of --round-steps steps (default: the profile's slow drift)",
+    )
+    sim.add_argument(
+        "--round-steps",
+        type=int,
+        default=DEFAULT_ROUND_STEPS,
+        metavar="N",
+        help="engine steps in one benchmark round, for --round-noise (about requests x "
+        f"max_tokens / concurrency; default {DEFAULT_ROUND_STEPS}: 3 x 128 at concurrency 1)",
+    )
+    sim.add_argument(
         "--time-scale",
         type=float,
         default=1.0,
@@ -224,6 +251,9 @@ class SimSettings:
     # simulator-only
     load_seconds: float = 2.0
     seed: int | None = None
+    launch_noise: float | None = None  # None: the profile's launch_sd
+    round_noise: float | None = None  # None: the profile's drift
+    round_steps: int = DEFAULT_ROUND_STEPS
     time_scale: float = 1.0
     nccl_version: str = DEFAULT_NCCL_VERSION
     fail_at_start: str | None = None
@@ -312,6 +342,19 @@ def _looks_like_flag(tok: str) -> bool:
     return False
 
 
+def _check_noise(flag: str, value: float | None) -> None:
+    """A noise level is a relative sd: a fraction from 0 up to MAX_NOISE."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0:
+        raise ArgError(f"{flag} is a relative sd and must be >= 0 (0.01 is 1%), got {value:g}")
+    if value > MAX_NOISE:
+        raise ArgError(
+            f"{flag} is a fraction, not a percentage: 0.02 is 2%; got {value:g} "
+            f"(at most {MAX_NOISE:g})"
+        )
+
+
 def parse_settings(
     argv: Sequence[str], env: Mapping[str, str], *, strict: bool = True
 ) -> SimSettings:
@@ -337,6 +380,10 @@ def parse_settings(
         raise ArgError(f"--load-seconds must be >= 0, got {ns.load_seconds}")
     if not 0 < ns.gpu_memory_utilization <= 1:
         raise ArgError("--gpu-memory-utilization must be in (0, 1]")
+    for flag, value in (("--launch-noise", ns.launch_noise), ("--round-noise", ns.round_noise)):
+        _check_noise(flag, value)
+    if ns.round_steps < 1:
+        raise ArgError(f"--round-steps must be positive, got {ns.round_steps}")
     nccl_error: str | None = None
     try:
         nccl, warnings = parse_nccl_env(env)
@@ -364,6 +411,9 @@ def parse_settings(
         nccl=nccl,
         load_seconds=ns.load_seconds,
         seed=ns.seed,
+        launch_noise=ns.launch_noise,
+        round_noise=ns.round_noise,
+        round_steps=ns.round_steps,
         time_scale=ns.time_scale,
         nccl_version=ns.nccl_version,
         fail_at_start=ns.fail_at_start,

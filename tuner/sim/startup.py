@@ -28,6 +28,7 @@ from tuner.sim.checks import Failure, first_failure
 from tuner.sim.engine import Engine, launch_speed_factor
 from tuner.sim.log import Log, progress_line
 from tuner.sim.misbehave import create_shm, flood_log, remove_shm, spawn_orphan
+from tuner.sim.noise import noise_json, with_noise
 from tuner.sim.profiles import Profile, get_profile
 from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
 
@@ -101,7 +102,7 @@ class SimServer:
         self.settings = settings
         self.argv = list(argv)
         self.env = dict(env)
-        self.profile: Profile = get_profile(settings.profile)
+        self.profile: Profile = with_noise(get_profile(settings.profile), settings)
         self.log = Log()
         self.pid = os.getpid()
         self.host = socket.gethostname()
@@ -143,6 +144,7 @@ class SimServer:
             "model": self.served_names()[0],
             "served_model_names": self.served_names(),
             "launch_speed_factor": self.speed_factor,
+            "noise": noise_json(prof),
             "seed": self.seed,
             "pid": self.pid,
             "port": port,
