@@ -7,8 +7,8 @@
   setting's gain on the all-reduce time moves a decode step by that gain times the share
   of the step spent in all-reduce (``comm_share``). A param can help when the optimistic
   end of its best value's interval, times the share, reaches min_gain; the params that
-  cannot are frozen (no longer searched), unless the significant gains of several params
-  together could reach it, in which case those params stay.
+  cannot are frozen (no longer searched), unless the significant gains of several of
+  them together could reach it, in which case those with a significant gain stay.
 - ``comm_share`` and ``floor_tokens_per_s``: the share of a decode step the default's
   all-reduces take, and the single-stream bound the fastest probe gives.
 """
@@ -128,8 +128,8 @@ class NcclVerdict:
     params: tuple[ParamOutlook, ...]
     frozen: frozenset[str]
     combined_gain: float
-    """Sum of the significant gains of the params, times the comm share: what NCCL
-    settings together could move the objective by, as the probe sees it."""
+    """The significant gains of the params that cannot help alone, summed, times the comm
+    share: what those could move the objective by together, as the probe sees it."""
     failed: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -209,6 +209,7 @@ def nccl_verdict(
                 can_help=best.optimistic_gain * comm_share >= min_gain,
             )
         )
+    small = [p for p in outlooks if not p.can_help]
     combined = comm_share * math.fsum(
         max(
             (
@@ -218,7 +219,7 @@ def nccl_verdict(
             ),
             default=0.0,
         )
-        for p in outlooks
+        for p in small
     )
     if combined >= min_gain:
         # Together they could: keep every param with a significantly faster value.
