@@ -2,4 +2,5 @@
 
 from tuner.cli import main
 
-main()
+if __name__ == "__main__":  # not when multiprocessing's spawn re-imports it (tuner probe)
+    main()

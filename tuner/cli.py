@@ -348,6 +348,76 @@ def sim(ctx: typer.Context) -> None:
     raise typer.Exit(sim_main(list(ctx.args)))
 
 
+probe_app = typer.Typer(
+    help="Cheap all-reduce probes, run before any model load (docs/probe.md). Each prints one "
+    'JSON object: {"sizes": {"<bytes>": <microseconds per all-reduce>}, ...}.',
+    no_args_is_help=True,
+)
+app.add_typer(probe_app, name="probe")
+
+
+@probe_app.command("allreduce")
+@handles_errors
+def probe_allreduce(
+    sizes: Annotated[str, typer.Option(help="Message sizes in bytes, e.g. 14336,114688 or 128K.")],
+    repeats: Annotated[int, typer.Option(min=1, help="Timed batches per size (samples).")] = 5,
+    iters: Annotated[int, typer.Option(min=1, help="All-reduces per timed batch.")] = 20,
+    warmup: Annotated[int, typer.Option(min=0, help="Untimed all-reduces per size first.")] = 5,
+    backend: Annotated[
+        str, typer.Option(help="auto (nccl on GPUs, else gloo), nccl or gloo.")
+    ] = "auto",
+    world_size: Annotated[
+        int | None, typer.Option(min=1, help="Ranks (default: every visible GPU; gloo: 2).")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before giving up.")] = 300.0,
+) -> None:
+    """Time torch.distributed all-reduces across the local devices (needs torch)."""
+    from tuner.probe.allreduce import AllreduceOptions, parse_sizes, run_allreduce
+
+    if backend not in ("auto", "nccl", "gloo"):
+        raise ConfigError(f"--backend {backend!r}: use auto, nccl or gloo")
+    options = AllreduceOptions(
+        sizes=parse_sizes(sizes),
+        repeats=repeats,
+        iters=iters,
+        warmup=warmup,
+        backend=backend,  # type: ignore[arg-type]  # checked just above
+        world_size=world_size,
+        timeout_s=timeout,
+    )
+    typer.echo(json.dumps(run_allreduce(options)))
+
+
+@probe_app.command(
+    "nccl-tests", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+@handles_errors
+def probe_nccl_tests(
+    ctx: typer.Context,
+    sizes: Annotated[
+        str | None, typer.Option(help="Sizes to report, interpolated (default: those measured).")
+    ] = None,
+    repeats: Annotated[int, typer.Option(min=1, help="Runs of the command (samples).")] = 1,
+    in_place: Annotated[bool, typer.Option(help="Report the in-place times.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds per run before giving up.")] = 600.0,
+) -> None:
+    """Run nccl-tests' all_reduce_perf (after --) and print its table as the probe's JSON."""
+    import os
+
+    from tuner.probe.allreduce import parse_sizes
+    from tuner.probe.nccl_tests import run_nccl_tests
+
+    result = run_nccl_tests(
+        list(ctx.args),
+        env=dict(os.environ),
+        sizes=parse_sizes(sizes) if sizes else None,
+        repeats=repeats,
+        timeout_s=timeout,
+        in_place=in_place,
+    )
+    typer.echo(json.dumps(result))
+
+
 def _study_flags(storage: str, study: str) -> str:
     flags = f" --study {study}"
     if storage != DEFAULT_STORAGE:

@@ -1,6 +1,6 @@
 """The package layering of docs/architecture.md holds: no module imports from a layer above.
 
-cli -> views, bench_command -> study -> trial, check -> bench, launcher, telemetry,
+cli -> views, bench_command -> study -> trial, check, probe -> bench, launcher, telemetry,
 storage -> space, stats, nccl, server_http, secrets, events -> errors,
 exit_codes. Nothing outside tuner/sim
 imports the simulator, except cli (`tuner sim` starts it).
@@ -20,6 +20,7 @@ LAYER = {
     "study": 4,
     "trial": 3,
     "check": 3,
+    "probe": 3,
     "bench": 2,
     "launcher": 2,
     "telemetry": 2,

@@ -12,7 +12,9 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
   silently, so a typo is a knob that does nothing) and valued as NCCL accepts them: ``nccl``;
 - a fixed port is free, pinned CPUs exist, and the database is writable: ``host``;
 - a model given as a local path exists, and with its config.json at hand the baseline is
-  not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``.
+  not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``;
+- the space's probe can run and be sized here (a warning otherwise: the sweep then runs
+  without it): ``probe``.
 
 The sweep runs it before its first launch; ``tuner check --space FILE`` runs it alone.
 """
@@ -35,6 +37,7 @@ from tuner.check.help import (
 from tuner.check.host import check_cpus, check_port, check_storage
 from tuner.check.model import check_model
 from tuner.check.nccl import check_nccl, check_nccl_variable
+from tuner.check.probe import check_probe
 from tuner.check.report import CheckItem, CheckReport, Findings, Level
 from tuner.secrets import scrub, secret_values
 from tuner.space.model_limits import baseline_argv
@@ -85,6 +88,7 @@ def check_space(
     check_cpus(space, found)
     check_storage(storage, found)
     check_model(space, argv, found)
+    check_probe(space, found)
     # A message may quote a flag of the command (`--hf-token=...`): never its secret value.
     hide = secret_values(argv, env)
     items = (CheckItem(i.level, i.key, scrub(i.message, hide)) for i in found.items)

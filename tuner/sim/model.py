@@ -179,11 +179,11 @@ def bonus_factor(profile: Profile, settings: SimSettings) -> float:
     return factor
 
 
-def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) -> float:
-    """Noise-free seconds of one decode step with ``batch`` running requests (before the
-    per-launch speed factor and ``--time-scale``)."""
-    prof = get_profile(profile) if isinstance(profile, str) else profile
-    st = settings or SimSettings()
+def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[float, float]:
+    """(compute, all-reduce) seconds of one decode step, before the compilation level and
+    the bonuses; the all-reduce part carries the NCCL settings' effect (the sim's probe,
+    tuner/sim/probe.py, times the same all-reduce part)."""
+    prof, st = profile, settings
     batch = max(1, batch)
     tp = effective_tp(prof, st)
     table = table_for(prof, tp, st.enable_expert_parallel)
@@ -201,6 +201,16 @@ def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) 
         comm *= min(hi, max(lo, nccl))
         if st.disable_custom_all_reduce:
             comm *= 1.0 + sens.custom_all_reduce * 0.05 * _small_weight(batch)
+    return compute, comm
+
+
+def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) -> float:
+    """Noise-free seconds of one decode step with ``batch`` running requests (before the
+    per-launch speed factor and ``--time-scale``)."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    st = settings or SimSettings()
+    batch = max(1, batch)
+    compute, comm = step_parts(prof, st, batch)
     compile_f = 1.0 + prof.sensitivity.compilation * (compilation_factor(st, batch) - 1.0)
     return (compute + comm) * compile_f / bonus_factor(prof, st)
 

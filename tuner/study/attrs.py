@@ -38,6 +38,18 @@ STOP_REASON: Final = "stop_reason"
 STOP_DETAIL: Final = "stop_detail"
 NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
 
+# --- the probe (tuner/study/probing.py, docs/probe.md) -----------------------------------
+PROBE: Final = "tuner_probe"
+"""Of a trial: its probe against the default's at the objective's size (numbers, verdict)."""
+PROBES: Final = "tuner_probes"
+"""Of the study: every probe run, by the NCCL part of its environment (the cache)."""
+PROBE_PLAN: Final = "tuner_probe_plan"
+"""Of the study: the sizes probed, the objective's size, all-reduces per token."""
+PROBE_VERDICT: Final = "tuner_probe_verdict"
+"""Of the study: whether NCCL settings can help, and the params no longer searched."""
+PROBE_DISABLED: Final = "tuner_probe_disabled"
+"""Of the study: why the probe is off (the default's probe failed), when it is."""
+
 # --- roles ------------------------------------------------------------------------------
 Role = Literal["baseline", "search", "confirm", "simplify", "bench"]
 BASELINE: Final = "baseline"

@@ -6,7 +6,8 @@ configuration whose gains were significant), queues confirmation launches of
 configurations that look better than it, queues the local search's next proposal
 (tuner/study/search.py), and stops the study on the budget, a plateau (``stop.patience``
 search trials without a significant gain, after the final checks: the best without its
-idle settings, and a close call settled), total failure, or an exhausted space. It also
+idle settings, and a close call settled), total failure, an exhausted space, or the
+probe's verdict that nothing is left to search (tuner/study/probing.py). It also
 hands the objective a pruning check for the rounds of a running trial.
 """
 
@@ -21,9 +22,10 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import stats
 from tuner.events import SweepObserver
 from tuner.space.settings import changed_from_defaults, settings_from_params
-from tuner.space.spec import Space
+from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
 from tuner.study import analysis, attrs, queue, search
+from tuner.study.probing import SweepProbe
 from tuner.trial.runner import PruneCheck
 
 MAX_IDLE_PROPOSALS = 50
@@ -41,8 +43,10 @@ class SweepController:
         n_trials: int,
         observer: SweepObserver,
         seed: int | None = None,
+        probe: SweepProbe | None = None,
     ) -> None:
         self.space = space
+        self.probe = probe  # the all-reduce probe (docs/probe.md), when the space has one
         self.seed = seed
         self.spec = space.spec
         self.store = store
@@ -101,6 +105,8 @@ class SweepController:
         self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
         result = analysis.analyze(self.store, self.space)
         self._save_noise(study, result)
+        if self.probe is not None:
+            self.probe.update(study, result)  # NCCL params it finds cannot help: frozen
         self._track_gain(study, result, trial)  # first: confirmations screen against it
         self.queue_confirmations(study, result)
 
@@ -123,6 +129,9 @@ class SweepController:
             return "budget", f"used the budget of {self.n_trials} launches"
         if result.all_failed(min_launches=self.spec.stop.baseline_launches):
             return "all_failed", "every launch failed; see `tuner trials` for the reasons"
+        probe_stop = self.probe.stop(study) if self.probe is not None else None
+        if probe_stop is not None:
+            return probe_stop
         if self._plateau(study) and not self._confirmation_pending(study):
             # A confirmation queued by this very trial may still reset the patience, and
             # the checks before the answer are worth their launches.
@@ -176,6 +185,7 @@ class SweepController:
             return
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
         tried = {t.user_attrs[attrs.CONFIG] for t in trials if attrs.CONFIG in t.user_attrs}
+        frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
         params = search.propose(
             self.spec,
             result.observations(),
@@ -185,8 +195,12 @@ class SweepController:
             min_gain=self.spec.stop.min_gain,
             max_changes=self.spec.search.max_changes,
             trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
+            frozen=frozen,
         )
         if params is None:
+            if frozen:  # optuna's TPE proposes next: the frozen params stay at default
+                fixed = dict.fromkeys(frozen, DEFAULT)
+                queue.enqueue_launch(study, self.spec, fixed, "search", {attrs.PROPOSER: "tpe"})
             return
         queue.enqueue_launch(study, self.spec, params, "search", {attrs.PROPOSER: "local"})
 

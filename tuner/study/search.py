@@ -202,6 +202,7 @@ def neighbours(
     *,
     rng: np.random.Generator | None = None,
     limit: int = MAX_CANDIDATES,
+    frozen: frozenset[str] = frozenset(),
 ) -> list[dict[str, Scalar]]:
     """The configurations one step from ``center`` (constraints kept).
 
@@ -209,6 +210,7 @@ def neighbours(
     value that does nothing, or it changes one ``working`` param alone. Replacing a
     setting that may be what makes ``center`` fast while changing others would measure
     only the difference, and a launch that moves nothing would clear none of them.
+    ``frozen`` params never change (the probe found they cannot help).
     More than ``limit`` steps (a space of many params): ``limit`` of them drawn with
     ``rng``, single changes always included.
     """
@@ -216,6 +218,7 @@ def neighbours(
     moves = {
         name: [v for v in levels(p) if canonical_value(v) != canonical_value(base[name])]
         for name, p in spec.params.items()
+        if name not in frozen
     }
     groups: list[tuple[str, ...]] = [(name,) for name in sorted(working & moves.keys())]
     free = sorted(name for name in moves if name not in working)
@@ -297,6 +300,7 @@ def propose(
     min_gain: float = 0.01,
     max_changes: int = 3,
     trials_left: int = 1,
+    frozen: frozenset[str] = frozenset(),
 ) -> dict[str, Scalar] | None:
     """The next configuration to launch near ``incumbent``, or None when none is left.
 
@@ -309,7 +313,9 @@ def propose(
        effects add up to more), the one trying the most untried values wins; then the
        likelier; then fewer changes; then chance.
 
-    ``exclude`` holds configuration hashes already launched, queued or refused.
+    ``exclude`` holds configuration hashes already launched, queued or refused;
+    ``frozen`` params keep the incumbent's value (tuner/study/probing.py freezes the NCCL
+    params its probe finds cannot help).
     """
     model = EffectModel(spec)
     model.observe(observations)
@@ -321,6 +327,7 @@ def propose(
     reachable = {
         model.index[(name, canonical_value(v))]
         for name, values in model.levels.items()
+        if name not in frozen
         for v in values[1:]
         if canonical_value(v) != canonical_value(incumbent.get(name, DEFAULT))
     }
@@ -333,7 +340,7 @@ def propose(
     )
     candidates = [
         c
-        for c in neighbours(spec, incumbent, size + 1, working, rng=rng)
+        for c in neighbours(spec, incumbent, size + 1, working, rng=rng, frozen=frozen)
         if settings_from_params(spec, c).config_hash not in exclude
     ]
     if not candidates:

@@ -32,6 +32,7 @@ from tuner.space.spec import Space
 from tuner.storage import Store
 from tuner.study import analysis, attrs, queue
 from tuner.study.controller import SweepController
+from tuner.study.probing import ProbeRunner, SweepProbe
 from tuner.study.recovery import recover_interrupted, worker_id
 from tuner.study.storage import open_storage, trial_id
 from tuner.study.suggest import suggest
@@ -92,11 +93,13 @@ def run_sweep(
     runner_options: RunnerOptions | None = None,
     runner: Runner | None = None,
     preflight: bool = True,
+    probe_runner: ProbeRunner | None = None,
 ) -> SweepResult:
     """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
     ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
-    by default a TrialRunner launches the space's server for each trial.
+    by default a TrialRunner launches the space's server for each trial. ``probe_runner``
+    replaces the space's probe command (tests).
     """
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
@@ -125,10 +128,16 @@ def run_sweep(
                 "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)
             )
     queue.enqueue_baselines(study, space)
+    # The probe (docs/probe.md): every NCCL setting measured in seconds, before any load.
+    probe = SweepProbe.for_space(space, model_config, observer, probe_runner)
+    if probe is not None:
+        probe.prepare(study)
 
     if runner is None:
         runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
-    controller = SweepController(space, store, n_trials=n_trials, observer=observer, seed=seed)
+    controller = SweepController(
+        space, store, n_trials=n_trials, observer=observer, seed=seed, probe=probe
+    )
     result = analysis.analyze(store, space)
     controller.queue_confirmations(study, result)
     controller.queue_proposal(study, result)  # a resumed study goes on where it was
@@ -141,6 +150,7 @@ def run_sweep(
             controller,
             launch_trial_id=trial_id(optuna_storage, name, trial.number),
             model_config=model_config,
+            probe=probe,
         )
 
     if controller.launched(study) < n_trials:
@@ -183,6 +193,7 @@ def run_trial(
     *,
     launch_trial_id: int | None = None,
     model_config: Mapping[str, Any] | None = None,
+    probe: SweepProbe | None = None,
 ) -> float:
     """The objective: settings from the trial, then launch and measure them.
 
@@ -208,6 +219,10 @@ def run_trial(
         previous = controller.previous_trial_of(trial.study, settings.config_hash, trial.number)
         if previous is not None:
             _not_launched(trial, f"same configuration as trial {previous}; not launched again")
+        # The probe: a slower all-reduce, or a param it froze, is not worth a model load.
+        refused = probe.refusal(trial, settings) if probe is not None else None
+        if refused:
+            _not_launched(trial, refused)
     trial.set_user_attr(attrs.LAUNCHED, True)
     prune_check = controller.prune_check(trial.study) if role == attrs.SEARCH else None
     try:

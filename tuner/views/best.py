@@ -27,6 +27,7 @@ from tuner.errors import ConfigError, NoAnswerError
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
+from tuner.study.probing import ProbeSummary, probe_summary
 from tuner.views.deploy import DEPLOY_FORMATS, deployment_text, secret_args_notes
 from tuner.views.study_access import open_study
 
@@ -123,6 +124,8 @@ class BestReport:
     """Whether the recommendation is the defaults; None while nothing is recommended."""
     gain_vs_baseline: GainVsBaseline | None = None
     """Set when a configuration other than the baseline is recommended."""
+    probe: ProbeSummary | None = None
+    """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -144,6 +147,8 @@ class BestReport:
             out["keep_defaults"] = self.keep_defaults
         if self.gain_vs_baseline is not None:
             out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
+        if self.probe is not None:
+            out["probe"] = self.probe.to_json()
         return out
 
 
@@ -193,6 +198,7 @@ def best_report(storage: str, study: str) -> BestReport:
         ),
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
+        probe=probe_summary(space, opened.optuna_study, recommended),
     )
 
 
@@ -255,6 +261,9 @@ def print_best(
         console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
         if not report.keep_defaults:
             console.print("Deploy with:  tuner best --format env | systemd | args")
+    if report.probe is not None:
+        for line in probe_lines(report.probe, report.concurrency):
+            console.print(line, highlight=False, markup=False)
     t = report.trials
     console.print(
         f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "
@@ -274,6 +283,30 @@ def no_answer_sentence(report: BestReport) -> str:
     return f"study {report.study!r} {why} ({counts}); see why with: tuner trials --study " + (
         report.study
     )
+
+
+def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
+    """What the probe says, in sentences: the floor, the share, the verdict."""
+    stream = "single-stream" if concurrency == 1 else f"per stream at concurrency {concurrency}"
+    fastest = " ".join(f"{k}={v}" for k, v in probe.best_env.items()) or "the defaults"
+    lines = [
+        f"Probe: {probe.allreduces_per_token} all-reduces of {probe.size} bytes per token; "
+        f"{probe.default_us:.4g} us each with the defaults, {probe.best_us:.4g} us at best "
+        f"({fastest})."
+    ]
+    floor = f"Communication floor: at most {probe.floor_tokens_per_s:.4g} tok/s {stream}"
+    if probe.measured_tokens_per_s is not None:
+        floor += f"; measured {probe.measured_tokens_per_s:.4g} tok/s"
+    if probe.comm_share is not None:
+        floor += f", {probe.comm_share:.0%} of decode time in communication"
+    lines.append(floor + ".")
+    if probe.disabled:
+        lines.append(f"Probe off: {probe.disabled}.")
+    elif probe.verdict:
+        lines.append(f"Probe verdict: {probe.verdict}.")
+    if probe.pruned:
+        lines.append(f"Not launched because of the probe: {probe.pruned} trial(s).")
+    return lines
 
 
 def _best_table(report: BestReport) -> Table:

@@ -1,0 +1,483 @@
+"""The probe in the sweep: each NCCL setting probed once, proposals screened, NCCL frozen.
+
+With a ``probe:`` in the space file (docs/probe.md), ``SweepProbe``:
+
+- ``prepare``: before the first launch, probes the defaults and every NCCL param's every
+  value alone (the cheap part: seconds each, against a model load of minutes), caching
+  each result in the study by the NCCL part of its environment, so a resumed study or a
+  second worker never probes the same NCCL setting twice;
+- ``refusal``: before a search trial's launch, probes its NCCL setting (from the cache
+  when it was seen) and refuses it when its all-reduce is significantly slower than the
+  default's, or when its probe fails where the default's runs (NCCL would fail the
+  server too), or when it changes a param the verdict froze;
+- ``update``: once the baseline is measured, decides whether NCCL settings can move the
+  objective by ``stop.min_gain`` (tuner.probe.screen.nccl_verdict: probe gain x the share
+  of a decode step spent in all-reduce), and freezes the NCCL params that cannot; the
+  local search (and optuna's TPE after it) then leaves them at default. When every
+  param is frozen, the sweep stops with the verdict; when every configuration of the
+  params left open has been tried, it stops as exhausted (``stop``).
+
+A default whose probe fails turns the probe off for the study with one message: the
+sweep then runs as without it. NCCL params are those whose ``env`` starts with ``NCCL_``,
+and ``CUDA_DEVICE_MAX_CONNECTIONS``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from tuner.events import SweepObserver
+from tuner.probe.run import ProbeError, ProbeResult, child_env, measure, probe_argv
+from tuner.probe.screen import (
+    NcclVerdict,
+    ProbeComparison,
+    comm_share,
+    compare_probe,
+    floor_tokens_per_s,
+    nccl_verdict,
+)
+from tuner.probe.sizes import ProbePlan, ProbePlanError, probe_plan
+from tuner.space.model_limits import INSPECT_PORT, inspect_names
+from tuner.space.settings import (
+    Settings,
+    baseline_params,
+    is_default,
+    settings_from_params,
+    violated_constraints,
+)
+from tuner.space.spec import ParamSpec, Scalar, Space
+from tuner.stats.wording import percent
+from tuner.study import analysis, attrs, search
+from tuner.trial.runner import launch_spec_for
+
+NCCL_EXTRA_VARIABLES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
+"""Not NCCL's, but an NCCL setting in effect: how many queues carry its kernels."""
+
+GRID_LIMIT = 10_000
+"""Configurations of the params left open, at most, to check whether all were tried."""
+PRUNED = "pruned by the probe"
+"""How the reason of a trial the probe kept from launching begins."""
+
+ProbeRunner = Callable[[Mapping[str, str], frozenset[str]], ProbeResult]
+"""Run the probe with a trial's env (set) and unset variables; ProbeError on failure."""
+
+
+def is_nccl_variable(name: str) -> bool:
+    return name.startswith("NCCL_") or name in NCCL_EXTRA_VARIABLES
+
+
+def is_nccl_param(param: ParamSpec) -> bool:
+    """A param that sets an NCCL variable: what the probe can speak for."""
+    return param.env is not None and is_nccl_variable(param.env)
+
+
+class CommandProbe:
+    """The space's probe command, run with the trial's environment."""
+
+    def __init__(self, space: Space, plan: ProbePlan) -> None:
+        assert space.spec.probe is not None
+        self.probe = space.spec.probe
+        names = inspect_names(space)
+        self.argv = probe_argv(self.probe, plan.sizes, names)
+        self.sizes = plan.sizes
+
+    def __call__(self, env: Mapping[str, str], unset: frozenset[str]) -> ProbeResult:
+        return measure(
+            self.argv,
+            env=child_env(env, unset),
+            sizes=self.sizes,
+            repeats=self.probe.repeats,
+            timeout_s=self.probe.timeout_s,
+        )
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One probe of one NCCL setting: its result, or why it failed."""
+
+    key: str
+    result: ProbeResult | None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.result is None:
+            return {"error": self.error}
+        return self.result.to_json()
+
+    @classmethod
+    def from_json(cls, key: str, data: Mapping[str, Any]) -> Probed:
+        if "error" in data:
+            return cls(key, None, str(data["error"]))
+        return cls(key, ProbeResult.from_json(data))
+
+
+class SweepProbe:
+    """The probe of one study (see the module's docstring)."""
+
+    def __init__(
+        self,
+        space: Space,
+        plan: ProbePlan,
+        runner: ProbeRunner,
+        observer: SweepObserver,
+    ) -> None:
+        assert space.spec.probe is not None, "a SweepProbe needs the space's probe: section"
+        self.space = space
+        self.spec = space.spec
+        self.probe = space.spec.probe
+        self.plan = plan
+        self.runner = runner
+        self.observer = observer
+        self.size = plan.size_at(self.spec.objective_concurrency)
+        self.nccl_params = [n for n, p in self.spec.params.items() if is_nccl_param(p)]
+        self._baseline = settings_from_params(self.spec, baseline_params(self.spec))
+        self._said: str | None = None
+        self._memo: dict[str, Probed] = {}  # the study's cache, as this process has read it
+
+    @classmethod
+    def for_space(
+        cls,
+        space: Space,
+        model_config: Mapping[str, Any] | None,
+        observer: SweepObserver,
+        runner: ProbeRunner | None = None,
+    ) -> SweepProbe | None:
+        """The study's probe, or None without a ``probe:`` (or, with a message, when its
+        sizes cannot be known here)."""
+        if space.spec.probe is None:
+            return None
+        try:
+            plan = probe_plan(space.spec.probe, space.spec.benchmark, model_config)
+        except ProbePlanError as exc:
+            observer.message(f"probe: off: {space.path}: {exc}")
+            return None
+        return cls(space, plan, runner or CommandProbe(space, plan), observer)
+
+    # --- measuring ---------------------------------------------------------------------
+
+    def nccl_key(self, settings: Settings) -> str:
+        """The NCCL part of the environment the server would get: the cache's key."""
+        return json.dumps(_nccl_env(self.space, settings.params), sort_keys=True)
+
+    def measure(self, study: optuna.Study, settings: Settings) -> Probed:
+        """This NCCL setting's probe, from the study's cache or run now (and cached)."""
+        key = self.nccl_key(settings)
+        if key in self._memo:
+            return self._memo[key]
+        # Another worker (or an earlier run of this study) may have probed it already.
+        cache: dict[str, Any] = dict(study.user_attrs.get(attrs.PROBES) or {})
+        if key in cache:
+            self._memo[key] = Probed.from_json(key, cache[key])
+            return self._memo[key]
+        launch = launch_spec_for(
+            self.space, settings, port=INSPECT_PORT, trial_dir=_scratch(self.space)
+        )
+        try:
+            probed = Probed(key, self.runner(launch.env, launch.unset))
+        except ProbeError as exc:
+            probed = Probed(key, None, str(exc))
+        cache[key] = probed.to_json()
+        study.set_user_attr(attrs.PROBES, cache)
+        self._memo[key] = probed
+        return probed
+
+    def prepare(self, study: optuna.Study) -> None:
+        """Probe the defaults, then every NCCL param's every value alone."""
+        study.set_user_attr(
+            attrs.PROBE_PLAN,
+            {
+                "size": self.size,
+                "by_level": {str(c): s for c, s in self.plan.by_level.items()},
+                "sizes": list(self.plan.sizes),
+                "allreduces_per_token": self.plan.allreduces_per_token,
+                "source": self.plan.source,
+            },
+        )
+        default = self.measure(study, self._baseline)
+        if default.result is None:
+            reason = f"the default's probe failed: {default.error}"
+            study.set_user_attr(attrs.PROBE_DISABLED, reason)
+            self.observer.message(f"probe: off: {reason}; the sweep goes on without it")
+            return
+        study.set_user_attr(attrs.PROBE_DISABLED, None)
+        slower: list[str] = []
+        failed: list[str] = []
+        for name, value, settings in self._single_changes():
+            probed = self.measure(study, settings)
+            cmp = self.compare(probed, default)
+            if cmp is None:
+                failed.append(f"{name}={value}")
+            elif cmp.verdict == "slower":
+                slower.append(f"{name}={value} ({cmp.rel_diff * 100:+.1f}%)")
+        noise = _rel_sd(default.result.samples[self.size])
+        line = (
+            f"probe: the defaults take {default.result.mean_us(self.size):.4g} us per all-reduce "
+            f"at {self.size} bytes (±{percent(noise)} over {self.probe.repeats} repeats)"
+        )
+        if self.nccl_params:
+            line += f"; {sum(1 for _ in self._single_changes())} NCCL settings probed"
+        self.observer.message(line)
+        if slower:
+            self.observer.message(f"probe: slower than the defaults: {', '.join(slower)}")
+        if failed:
+            self.observer.message(f"probe: fails (as NCCL would): {', '.join(failed)}")
+
+    def disabled(self, study: optuna.Study) -> bool:
+        return bool(study.user_attrs.get(attrs.PROBE_DISABLED))
+
+    def compare(self, probed: Probed, default: Probed) -> ProbeComparison | None:
+        """``probed`` against the default's at the objective's size; None if it failed."""
+        if probed.result is None or default.result is None:
+            return None
+        return compare_probe(
+            probed.result.samples[self.size],
+            default.result.samples[self.size],
+            size=self.size,
+            confidence=self.spec.stop.confidence,
+        )
+
+    # --- before a launch ---------------------------------------------------------------
+
+    def refusal(self, trial: optuna.Trial, settings: Settings) -> str | None:
+        """Why this search trial should not be launched, or None; records its probe."""
+        study = trial.study
+        if self.disabled(study):
+            return None
+        frozen = [n for n in sorted(self.frozen(study)) if not is_default(settings.params[n])]
+        if frozen:
+            return (
+                f"{', '.join(frozen)} no longer searched: the probe found "
+                f"{'it' if len(frozen) == 1 else 'they'} cannot move the objective by "
+                f"min_gain at these sizes; not launched"
+            )
+        default = self.measure(study, self._baseline)
+        probed = self.measure(study, settings)
+        if probed.result is None:
+            trial.set_user_attr(attrs.PROBE, {"key": probed.key, "error": probed.error})
+            return f"{PRUNED}: it fails with these NCCL settings ({probed.error}); not launched"
+        cmp = self.compare(probed, default)
+        if cmp is None:
+            return None
+        trial.set_user_attr(attrs.PROBE, {"key": probed.key, **cmp.to_json()})
+        if cmp.verdict == "slower":
+            return f"{PRUNED}: all-reduce {cmp.describe()}; not launched"
+        return None
+
+    # --- after a trial -----------------------------------------------------------------
+
+    def update(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        """Decide (again) which NCCL params can help, once the baseline is measured."""
+        if self.disabled(study) or not self.nccl_params or result.baseline is None:
+            return
+        verdict = self.verdict(study, result.baseline)
+        if verdict is None:
+            return
+        study.set_user_attr(attrs.PROBE_VERDICT, verdict.to_json())
+        said = json.dumps(sorted(verdict.frozen))
+        if said != self._said:
+            self._said = said
+            self.observer.message(f"probe: {verdict.sentence()}")
+
+    def verdict(self, study: optuna.Study, baseline: analysis.ConfigResult) -> NcclVerdict | None:
+        default = self.measure(study, self._baseline)
+        if default.result is None:
+            return None
+        share = self.comm_share_of(baseline, default.result.mean_us(self.size))
+        by_param: dict[str, dict[str, ProbeComparison | str]] = {}
+        for name, value, settings in self._single_changes():
+            probed = self.measure(study, settings)
+            cmp = self.compare(probed, default)
+            by_param.setdefault(name, {})[str(value)] = (
+                cmp if cmp is not None else str(probed.error)
+            )
+        return nccl_verdict(by_param, comm_share=share, min_gain=self.spec.stop.min_gain)
+
+    def comm_share_of(self, config: analysis.ConfigResult, us_per_allreduce: float) -> float:
+        """The share of a decode step these all-reduces take: the space's, or measured."""
+        if not isinstance(self.probe.comm_share, str):
+            return self.probe.comm_share
+        step_s = decode_step_s(self.space, config.estimate.mean)
+        if step_s is None:
+            return 1.0  # unknown: assume NCCL can move all of it (never freezes wrongly)
+        return comm_share(self.plan.allreduces_per_token * us_per_allreduce * 1e-6, step_s)
+
+    def frozen(self, study: optuna.Study) -> frozenset[str]:
+        """The params the local search must leave alone (at default)."""
+        if self.disabled(study):
+            return frozenset()
+        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+        return frozenset(verdict.get("frozen", ()))
+
+    def stop(self, study: optuna.Study) -> tuple[str, str] | None:
+        """(reason, sentence) when the probe leaves nothing to launch, else None.
+
+        ``probe``: every param is frozen. ``exhausted``: every configuration of the params
+        left open has been tried (only choices params; a small grid). Neither while a
+        trial waits: the baseline's launches are made in any case.
+        """
+        frozen = self.frozen(study)
+        if not frozen or study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            return None
+        if frozen >= set(self.spec.params):
+            verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+            return (
+                "probe",
+                f"{verdict.get('sentence', 'the probe froze every param')}; keep the defaults",
+            )
+        grid = self._open_grid(frozen)
+        if grid is None:
+            return None
+        tried = {t.user_attrs.get(attrs.CONFIG) for t in study.get_trials(deepcopy=False)}
+        if grid <= tried:
+            return "exhausted", (
+                f"every configuration the probe leaves open has been tried ({len(grid)}; "
+                f"no longer searched: {', '.join(sorted(frozen))})"
+            )
+        return None
+
+    def _open_grid(self, frozen: frozenset[str]) -> set[str] | None:
+        """The hashes of every configuration of the open params (frozen ones at default),
+        or None when there are ranges or too many to list."""
+        open_params = [n for n in self.spec.params if n not in frozen]
+        choices = [self.spec.params[n].choices for n in open_params]
+        if any(c is None for c in choices) or math.prod(len(c or ()) for c in choices) > GRID_LIMIT:
+            return None
+        base = baseline_params(self.spec)
+        grid = set()
+        for combo in itertools.product(*(c or () for c in choices)):
+            params = {**base, **dict(zip(open_params, combo, strict=True))}
+            if not violated_constraints(self.spec, params):
+                grid.add(settings_from_params(self.spec, params).config_hash)
+        return grid
+
+    def _single_changes(self) -> list[tuple[str, Scalar, Settings]]:
+        base = baseline_params(self.spec)
+        out = []
+        for name in self.nccl_params:
+            for value in search.levels(self.spec.params[name])[1:]:
+                out.append((name, value, settings_from_params(self.spec, {**base, name: value})))
+        return out
+
+
+def decode_step_s(space: Space, objective_value: float) -> float | None:
+    """Seconds of one decode step the objective implies, when its metric says it."""
+    metric = space.spec.objective.metric
+    if objective_value <= 0 or not math.isfinite(objective_value):
+        return None
+    if metric == "output_throughput":
+        return space.spec.objective_concurrency / objective_value
+    if metric.startswith(("tpot_ms_", "itl_ms_")):
+        return objective_value / 1000.0
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeSummary:
+    """What `tuner best` says about the probe: the floor, the share, the verdict."""
+
+    size: int
+    allreduces_per_token: int
+    default_us: float
+    best_us: float
+    best_env: dict[str, str]
+    floor_tokens_per_s: float
+    """The most one stream can reach if all-reduce took the whole step (fastest probe)."""
+    measured_tokens_per_s: float | None
+    """The recommended configuration's tokens per second per stream, measured."""
+    comm_share: float | None
+    """Share of the recommended configuration's decode step spent in all-reduce."""
+    verdict: str | None
+    frozen: tuple[str, ...]
+    probed: int
+    pruned: int
+    disabled: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "allreduces_per_token": self.allreduces_per_token,
+            "default_us": self.default_us,
+            "best_us": self.best_us,
+            "best_env": dict(self.best_env),
+            "floor_tokens_per_s": self.floor_tokens_per_s,
+            "measured_tokens_per_s": self.measured_tokens_per_s,
+            "comm_share": self.comm_share,
+            "verdict": self.verdict,
+            "frozen": list(self.frozen),
+            "probed": self.probed,
+            "pruned": self.pruned,
+            "disabled": self.disabled,
+        }
+
+
+def probe_summary(
+    space: Space, study: optuna.Study, recommended: analysis.ConfigResult | None
+) -> ProbeSummary | None:
+    """The probe's figures for `tuner best`, from the study's stored probes."""
+    plan = study.user_attrs.get(attrs.PROBE_PLAN)
+    cache = study.user_attrs.get(attrs.PROBES) or {}
+    if not plan or space.spec.probe is None:
+        return None
+    size, per_token = int(plan["size"]), int(plan["allreduces_per_token"])
+    results = {
+        key: Probed.from_json(key, data).result
+        for key, data in cache.items()
+        if "error" not in data
+    }
+    means = {k: r.mean_us(size) for k, r in results.items() if r is not None and size in r.samples}
+    default_key = json.dumps(_nccl_env(space, baseline_params(space.spec)), sort_keys=True)
+    if default_key not in means:
+        return None
+    best_key = min(means, key=lambda k: means[k])
+    measured = share = None
+    if recommended is not None:
+        step_s = decode_step_s(space, recommended.estimate.mean)
+        if step_s is not None:
+            measured = 1.0 / step_s
+            own = json.dumps(_nccl_env(space, recommended.params), sort_keys=True)
+            us = means.get(own, means[default_key])
+            share = comm_share(per_token * us * 1e-6, step_s)
+    verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+    trials = study.get_trials(deepcopy=False)
+    return ProbeSummary(
+        size=size,
+        allreduces_per_token=per_token,
+        default_us=means[default_key],
+        best_us=means[best_key],
+        best_env=json.loads(best_key),
+        floor_tokens_per_s=floor_tokens_per_s(per_token, means[best_key]),
+        measured_tokens_per_s=measured,
+        comm_share=share,
+        verdict=verdict.get("sentence"),
+        frozen=tuple(verdict.get("frozen", ())),
+        probed=len(cache),
+        pruned=sum(1 for t in trials if str(t.user_attrs.get(attrs.REASON, "")).startswith(PRUNED)),
+        disabled=study.user_attrs.get(attrs.PROBE_DISABLED),
+    )
+
+
+def _nccl_env(space: Space, params: Mapping[str, Scalar]) -> dict[str, str]:
+    settings = settings_from_params(space.spec, params)
+    launch = launch_spec_for(space, settings, port=INSPECT_PORT, trial_dir=_scratch(space))
+    return {k: v for k, v in launch.env.items() if is_nccl_variable(k)}
+
+
+def _scratch(space: Space) -> Path:
+    """A trial directory for placeholders only: nothing is written there."""
+    return Path(inspect_names(space)["trial_dir"])
+
+
+def _rel_sd(values: tuple[float, ...]) -> float:
+    mean = math.fsum(values) / len(values)
+    if len(values) < 2 or mean == 0:
+        return 0.0
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)) / mean
