@@ -23,7 +23,7 @@ from tuner.events import SweepObserver
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, queue, search
+from tuner.study import analysis, attrs, futility, plan, queue, search
 from tuner.trial.runner import PruneCheck
 
 MAX_IDLE_PROPOSALS = 50
@@ -101,6 +101,7 @@ class SweepController:
         self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
         result = analysis.analyze(self.store, self.space)
         self._save_noise(study, result)
+        self._announce_plan(study, result)
         self._track_gain(study, result, trial)  # first: confirmations screen against it
         self.queue_confirmations(study, result)
 
@@ -123,12 +124,17 @@ class SweepController:
             return "budget", f"used the budget of {self.n_trials} launches"
         if result.all_failed(min_launches=self.spec.stop.baseline_launches):
             return "all_failed", "every launch failed; see `tuner trials` for the reasons"
-        if self._plateau(study) and not self._confirmation_pending(study):
-            # A confirmation queued by this very trial may still reset the patience, and
-            # the checks before the answer are worth their launches.
+        if self._confirmation_pending(study):
+            pass  # a confirmation queued by this very trial may still reset the patience
+        elif self._plateau(study):
+            # The checks before the answer are worth their launches.
             if self._queue_final_checks(study, result):
                 return None
             return "plateau", self._plateau_sentence(study, result)
+        elif (chance := self._futile(study, result)) is not None:
+            if self._queue_final_checks(study, result):
+                return None
+            return "futile", self._futile_sentence(study, result, chance)
         if self._idle_proposals >= MAX_IDLE_PROPOSALS:
             return "exhausted", (
                 f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
@@ -198,6 +204,20 @@ class SweepController:
         noise = result.noise_dict()
         self.store.update_study(study.study_name, noise=noise)
         study.set_user_attr(attrs.NOISE_REL_SD, noise.get("rel_sd"))
+
+    def _announce_plan(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        """Once, after the baseline launches: what the study can confirm, and its cost."""
+        if attrs.PLAN in study.user_attrs:
+            return
+        cost = plan.study_plan(
+            result,
+            self.store.launches(study.study_name),
+            budget=self.n_trials,
+            futility_min_trials=futility.MIN_TRIALS if self.spec.stop.futility > 0 else None,
+        )
+        if cost is not None:
+            study.set_user_attr(attrs.PLAN, cost.to_json())
+            self.observer.message("\n".join(cost.lines()))
 
     def _track_gain(
         self, study: optuna.Study, result: analysis.StudyAnalysis, trial: FrozenTrial
@@ -314,13 +334,55 @@ class SweepController:
                 return True
         return False
 
-    def _rng(self, study: optuna.Study) -> np.random.Generator:
-        # Seeded per proposal, so a seeded study proposes the same whether resumed or not.
+    def _rng(self, study: optuna.Study, stream: int = 0) -> np.random.Generator:
+        # Seeded per proposal, so a seeded study proposes the same whether resumed or not;
+        # ``stream`` keeps the futility check's draws apart from the proposal's.
         n = len(study.get_trials(deepcopy=False))
-        return np.random.default_rng(None if self.seed is None else [self.seed, n])
+        if self.seed is None:
+            return np.random.default_rng()
+        return np.random.default_rng([self.seed, n, stream] if stream else [self.seed, n])
 
     def _plateau(self, study: optuna.Study) -> bool:
         return self._search_trials_since_gain(study) >= self.spec.stop.patience
+
+    def _futile(self, study: optuna.Study, result: analysis.StudyAnalysis) -> float | None:
+        """The model's chance that some step from the incumbent gains min_gain, when it is
+        below stop.futility after futility.MIN_TRIALS search trials without a gain; else None."""
+        stop = self.spec.stop
+        baseline = result.baseline
+        if stop.futility <= 0 or baseline is None:
+            return None
+        if self._search_trials_since_gain(study) < futility.MIN_TRIALS:
+            return None
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
+        tried = {
+            t.user_attrs[attrs.CONFIG]
+            for t in study.get_trials(deepcopy=False)
+            if attrs.CONFIG in t.user_attrs
+        }
+        chance = futility.chance_of_gain(
+            self.spec,
+            result.observations(),
+            incumbent.params,
+            exclude=tried,
+            rng=self._rng(study, stream=1),
+            min_gain=stop.min_gain,
+            max_changes=self.spec.search.max_changes,
+        )
+        return chance if chance < stop.futility else None
+
+    def _futile_sentence(
+        self, study: optuna.Study, result: analysis.StudyAnalysis, chance: float
+    ) -> str:
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
+        n = self._search_trials_since_gain(study)
+        return (
+            f"no configuration beat {who} by more than the noise in {n} trials, and the model "
+            f"of the settings' effects gives any further change a {chance:.0%} chance of "
+            f"beating it by {self.spec.stop.min_gain:.0%} (futility stop below "
+            f"{self.spec.stop.futility:.0%}; patience {self.spec.stop.patience} not used up)"
+        )
 
     def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))
