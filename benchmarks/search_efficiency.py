@@ -102,6 +102,7 @@ class Options:
     private_shm: bool = True
     patience: int | None = None  # a diagnostic override of the space's stop.patience
     method: str = "local"  # search.method: local (tuner's default) or tpe
+    futility: float | None = None  # a diagnostic override of stop.futility (0: off)
 
 
 @dataclass
@@ -165,7 +166,8 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
             "rounds": opts.rounds,
         },
         "objective": {"metric": "output_throughput", "concurrency": 1},
-        "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {})},
+        "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {}),
+                 **({"futility": opts.futility} if opts.futility is not None else {})},
         "search": {"method": opts.method},
     }  # fmt: skip
 
@@ -496,6 +498,12 @@ def main(argv: list[str] | None = None) -> int:
         default="local",
         help="search.method of every study (default local, tuner's default; tpe to compare)",
     )
+    p.add_argument(
+        "--futility",
+        type=float,
+        default=None,
+        help="diagnostic: override stop.futility (0 turns the futility stop off)",
+    )
     p.add_argument("--quick", action="store_true", help="3 studies per case: a smoke run")
     p.add_argument("--keep", action="store_true", help="keep each study's directory")
     p.add_argument("--workdir", default=None, help="parent of the study directories")
@@ -528,6 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         private_shm=not args.shared_shm,
         patience=args.patience,
         method=args.method,
+        futility=args.futility,
     )
 
     from tuner.space.spec import parse_space
@@ -553,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  space: params, constraints and stop rule of {SIM_SPACE.relative_to(ROOT)}"
         + (f", but patience {opts.patience} (diagnostic)" if opts.patience else "")
+        + (f", futility {opts.futility:g} (diagnostic)" if opts.futility is not None else "")
         + f"; search.method {opts.method}"
     )
     sys.stdout.flush()
