@@ -43,7 +43,8 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from tuner.study.sweep import run_sweep
     from tuner.views.best import best_report
 
-    futility.MIN_TRIALS = args.min_trials
+    if args.min_trials is not None:
+        futility.MIN_TRIALS = args.min_trials  # a diagnostic override of the floor
     budget, optimum = CASES[case]
     base = yaml.safe_load((ROOT / "search_spaces" / "sim.yaml").read_text())
     stop = {**base["stop"], "futility": args.futility}
@@ -99,11 +100,11 @@ def main() -> int:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--noise", type=float, default=0.004, help="rel sd of each kind of noise")
     p.add_argument("--futility", type=float, default=0.05, help="stop.futility (0: off)")
-    p.add_argument("--min-trials", type=int, default=3, help="futility.MIN_TRIALS")
+    p.add_argument("--min-trials", type=int, default=None, help="override futility.MIN_TRIALS (5)")
     args = p.parse_args()
     print(
         f"search_fake: noise {args.noise:g} each kind, futility {args.futility:g}, "
-        f"min trials {args.min_trials}, "
+        f"min trials {args.min_trials or 'default'}, "
         f"seeds {args.first_seed}..{args.first_seed + args.studies - 1}"
     )
     for case in args.cases.split(","):
@@ -121,8 +122,12 @@ def main() -> int:
             if case == "flat"
             else f"within 2% {sum(r['within'] for r in rows)}/{n}"
         )
+        missed = [
+            r["seed"] for r in rows if not (r["keep_defaults"] if case == "flat" else r["within"])
+        ]
         print(
-            f"{case:<12} {score}, launches median {statistics.median(used):g} "
+            f"{case:<12} {score} (missed: seeds {missed}), "
+            f"launches median {statistics.median(used):g} "
             f"mean {statistics.fmean(used):.1f} max {max(used)}; stops {reasons}; "
             f"{time.monotonic() - t0:.0f} s"
         )

@@ -3,7 +3,7 @@
 ========  ===============================================================================
 code      meaning
 ========  ===============================================================================
-0         done: ``tuner run`` stopped with an answer (plateau, budget, exhausted space)
+0         done: ``tuner run`` stopped with an answer (plateau, futile, budget, exhausted space)
 1         tuner could not do it: the database, a server that cannot be stopped, a bug
 2         bad input: the space file or an option is wrong, or ``tuner check`` found errors
           (typer's own usage errors are 2 as well)

@@ -120,7 +120,7 @@ def test_once_the_gains_are_found_the_model_stops_the_search_early(
     result, runner, storage = _sweep(tmp_path / "on", _three_knobs, stop={}, noise=0.002, seed=seed)
     assert result.stop_reason == "futile"
     assert exit_codes.for_stop_reason(result.stop_reason) == exit_codes.OK
-    assert "chance of beating it by 1%" in result.stop_detail
+    assert "chance of beating it by 1% (futility stop below 5%" in result.stop_detail
     assert "patience 8 not used up" in result.stop_detail
     study = optuna.load_study(study_name="d", storage=storage)
     last_gain = study.user_attrs[attrs.LAST_GAIN_TRIAL]

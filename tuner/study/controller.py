@@ -6,8 +6,11 @@ configuration whose gains were significant), queues confirmation launches of
 configurations that look better than it, queues the local search's next proposal
 (tuner/study/search.py), and stops the study on the budget, a plateau (``stop.patience``
 search trials without a significant gain, after the final checks: the best without its
-idle settings, and a close call settled), total failure, or an exhausted space. It also
-hands the objective a pruning check for the rounds of a running trial.
+idle settings, and a close call settled), the futility stop (the model rules out every
+untried neighbour of the incumbent, tuner/study/futility.py; the same final checks),
+total failure, or an exhausted space. Once, after the baseline launches, it says and
+records the cost plan (tuner/study/plan.py). It also hands the objective a pruning
+check for the rounds of a running trial.
 """
 
 from __future__ import annotations
@@ -346,8 +349,9 @@ class SweepController:
         return self._search_trials_since_gain(study) >= self.spec.stop.patience
 
     def _futile(self, study: optuna.Study, result: analysis.StudyAnalysis) -> float | None:
-        """The model's chance that some step from the incumbent gains min_gain, when it is
-        below stop.futility after futility.MIN_TRIALS search trials without a gain; else None."""
+        """The model's largest chance that an untried neighbour of the incumbent beats it by
+        min_gain, when that is below stop.futility and futility.MIN_TRIALS search trials
+        have run without a gain; else None (search on)."""
         stop = self.spec.stop
         baseline = result.baseline
         if stop.futility <= 0 or baseline is None:
@@ -377,11 +381,12 @@ class SweepController:
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))
         who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         n = self._search_trials_since_gain(study)
+        stop = self.spec.stop
         return (
             f"no configuration beat {who} by more than the noise in {n} trials, and the model "
-            f"of the settings' effects gives any further change a {chance:.0%} chance of "
-            f"beating it by {self.spec.stop.min_gain:.0%} (futility stop below "
-            f"{self.spec.stop.futility:.0%}; patience {self.spec.stop.patience} not used up)"
+            f"of the settings' effects gives no untried change to it more than a "
+            f"{chance * 100:.1f}% chance of beating it by {stop.min_gain * 100:g}% (futility "
+            f"stop below {stop.futility * 100:g}%; patience {stop.patience} not used up)"
         )
 
     def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:

@@ -30,10 +30,11 @@ DRAWS = 1024
 """Posterior draws behind the check: the largest of many neighbours' chances is read off
 them, and with the proposal's 128 that maximum is mostly Monte Carlo noise (a 4% chance
 read as 4% to 11% on one flat study); 1024 keep it within about a point."""
-MIN_TRIALS = 3
-"""Search trials since the last gain before the model may stop the search (measured:
-docs/search.md); a small space whose values are all tried in a trial or two still gets
-this many looks around a new incumbent."""
+MIN_TRIALS = 5
+"""Search trials since the last gain before the model may stop the search. Measured
+(docs/statistics.md): at 3 the model sometimes stopped a study whose last setting had
+been masked by a loser launched with it, which the plateau's remaining trials would
+have found; at 5 none was lost, and a study still saves up to patience - 5 launches."""
 
 
 def chance_of_gain(
