@@ -114,6 +114,7 @@ class Options:
     method: str = "local"  # search.method: local (tuner's default) or tpe
     launch_noise: float | None = None  # the sim's --launch-noise (None: the profile's)
     round_noise: float | None = None  # the sim's --round-noise (None: the profile's)
+    futility: float | None = None  # a diagnostic override of stop.futility (0: off)
 
 
 @dataclass
@@ -178,7 +179,8 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
             "rounds": opts.rounds,
         },
         "objective": {"metric": "output_throughput", "concurrency": 1},
-        "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {})},
+        "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {}),
+                 **({"futility": opts.futility} if opts.futility is not None else {})},
         "search": {"method": opts.method},
     }  # fmt: skip
 
@@ -546,6 +548,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the sim's --launch-noise [and --round-noise], fractions: 0.01,0.01 is 1%% "
         "between launches and 1%% between rounds (default: the profiles' own noise)",
     )
+    p.add_argument(
+        "--futility",
+        type=float,
+        default=None,
+        help="diagnostic: override stop.futility (0 turns the futility stop off)",
+    )
     p.add_argument("--quick", action="store_true", help="3 studies per case: a smoke run")
     p.add_argument("--keep", action="store_true", help="keep each study's directory")
     p.add_argument("--workdir", default=None, help="parent of the study directories")
@@ -580,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         method=args.method,
         launch_noise=args.noise[0] if args.noise else None,
         round_noise=args.noise[1] if args.noise else None,
+        futility=args.futility,
     )
 
     from tuner.space.spec import parse_space
@@ -607,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  space: params, constraints and stop rule of {SIM_SPACE.relative_to(ROOT)}"
         + (f", but patience {opts.patience} (diagnostic)" if opts.patience else "")
+        + (f", futility {opts.futility:g} (diagnostic)" if opts.futility is not None else "")
         + f"; search.method {opts.method}"
     )
     sys.stdout.flush()

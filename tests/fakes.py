@@ -156,16 +156,28 @@ class FakeRunner:
     offset (between-launch noise, ``between`` relative sd) and each round its own
     jitter (``within``). Failures come from ``fail(params)`` returning a reason.
     Rows go to the store as the real runner writes them, since the sweep reads them.
+    ``seconds`` = (to healthy, benchmark and stop) times every launch as if it took them.
     """
 
     def __init__(
-        self, store, study, *, speed, between=0.005, within=0.005, seed=0, fail=None, rounds=3
+        self,
+        store,
+        study,
+        *,
+        speed,
+        between=0.005,
+        within=0.005,
+        seed=0,
+        fail=None,
+        rounds=3,
+        seconds=None,
     ):  # type: ignore[no-untyped-def]
         import random
 
         self.store, self.study = store, study
         self.speed, self.fail = speed, fail
         self.between, self.within, self.rounds = between, within, rounds
+        self.seconds = seconds
         self.rng = random.Random(seed)
         self.launched: list[tuple[str, dict]] = []
 
@@ -197,11 +209,23 @@ class FakeRunner:
                 pruned = prune_check(rounds)
                 if pruned:
                     break
+        timing = {}
+        if self.seconds is not None:
+            import datetime as dt
+
+            healthy, rest = self.seconds
+            now = dt.datetime.now(dt.timezone.utc)
+            timing = dict(
+                seconds_to_healthy=healthy,
+                started_at=now - dt.timedelta(seconds=healthy + rest),
+                finished_at=now,
+            )
         self.store.update_launch(
             launch_id,
             status="pruned" if pruned else "complete",
             reason=pruned,
             objective_rounds=rounds,
             objective_mean=sum(rounds) / len(rounds),
+            **timing,
         )
         return LaunchOutcome(launch_id=launch_id, round_values=tuple(rounds), pruned_reason=pruned)

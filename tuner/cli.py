@@ -147,18 +147,37 @@ def check(
     space: SpaceOpt,
     storage: StorageOpt = DEFAULT_STORAGE,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Then the cost plan: from the study's baseline in --storage, or from one "
+            "launch of the defaults (not recorded).",
+        ),
+    ] = False,
 ) -> None:
     """Check a space before a sweep: command, flags, NCCL variables, ports, database, model."""
     from tuner.check import check_space
     from tuner.space.spec import load_space
 
     _check_format(fmt, TABLE_OR_JSON)
-    report = check_space(load_space(space), storage=storage)
+    loaded = load_space(space)
+    report = check_space(loaded, storage=storage)
     if fmt == "json":
-        out.print_json(json.dumps(report.to_dict()))
+        found = report.to_dict()
+        if plan and report.ok:
+            from tuner.views.plan import check_plan
+
+            found["plan"] = check_plan(loaded, storage, console=err).to_json()
+        out.print_json(json.dumps(found))
     else:
         for line in report.lines():
             out.print(line, highlight=False, markup=False, soft_wrap=True)
+        if plan and report.ok:
+            from tuner.views.plan import check_plan
+
+            for line in check_plan(loaded, storage, console=out).lines():
+                out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(exit_codes.CONFIG)
 

@@ -3,8 +3,8 @@
 ========  ===============================================================================
 code      meaning
 ========  ===============================================================================
-0         done: ``tuner run`` stopped with an answer (plateau, budget, exhausted space,
-          the probe's verdict)
+0         done: ``tuner run`` stopped with an answer (plateau, futile, budget, exhausted
+          space, the probe's verdict)
 1         tuner could not do it: the database, a server that cannot be stopped, a bug
 2         bad input: the space file or an option is wrong (``--format xml``), or
           ``tuner check`` found errors (typer's own usage errors are 2 as well)

@@ -11,8 +11,10 @@ from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
 from tuner.errors import ConfigError, NoAnswerError, StoreError
+from tuner.study import analysis
 from tuner.views.best import best_report, print_best
 from tuner.views.deploy import deployment_text
+from tuner.views.study_access import open_study
 
 FAST = {"NCCL_PROTO": "LL", "compilation": 3}
 GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
@@ -172,3 +174,51 @@ def test_unknown_study_and_format_errors_are_clear(tmp_path: Path) -> None:
         best_report(storage, "other")
     with pytest.raises(ConfigError, match="--format 'xml'"):
         print_best(best_report(storage, "hand"), "xml", Console())
+
+
+def test_keep_the_defaults_says_what_it_could_have_missed(tmp_path: Path) -> None:
+    tuned = {"NCCL_PROTO": "LL"}
+    other = {"compilation": 3}
+    storage = hand_study(
+        tmp_path,
+        [
+            BASELINE,
+            BASELINE_AGAIN,
+            (tuned, [81.9, 82.0, 81.8]),
+            (tuned, [81.6, 81.8, 81.9]),
+            (other, [81.0, 81.2, 81.1]),
+        ],
+    )
+    answer = best_report(storage, "hand")
+    assert answer.keep_defaults is True and answer.baseline is not None
+    missed = answer.could_have_missed
+    assert missed is not None and missed.gain_upper is not None
+    # The bound is the upper end of the largest interval of a gain over the defaults.
+    result = analysis.analyze(open_study(storage, "hand").store, open_study(storage, "hand").space)
+    base = result.baseline
+    assert base is not None
+    uppers = {
+        c.trials[0]: result.compare(c, base).ci_high
+        for c in result.configs.values()
+        if c is not base
+    }
+    assert missed.trial == max(uppers, key=uppers.__getitem__)
+    assert missed.gain_upper == pytest.approx(max(uppers.values()))
+    assert missed.configurations == 2
+    assert missed.text.startswith(
+        f"keep the defaults: no configuration tried beats them by more than {missed.gain_upper:.1%}"
+    )
+    console = Console(record=True, width=300)
+    print_best(answer, "table", console)
+    assert missed.text in console.export_text()
+    console = Console(record=True, width=300)
+    print_best(answer, "json", console)
+    out = _json(console)
+    assert out["could_have_missed"]["gain_upper"] == pytest.approx(missed.gain_upper)
+    assert out["keep_defaults"] is True and "noise" in out  # the old keys stay
+
+
+def test_a_recommended_gain_has_no_could_have_missed(tmp_path: Path) -> None:
+    answer = best_report(hand_study(tmp_path, GAIN), "hand")
+    assert answer.keep_defaults is False and answer.could_have_missed is None
+    assert "could_have_missed" not in answer.to_json()

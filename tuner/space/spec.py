@@ -205,6 +205,10 @@ class StopSpec(_Strict):
     # While the confirmations leave the verdict open (it still looks better, but not yet
     # significantly), launch it again, up to this many confirmations in all.
     max_confirmations: int | None = Field(default=None, ge=0)
+    # The futility stop (tuner/study/futility.py): stop searching before the patience is
+    # used up when the model gives every step from the best less than this chance of
+    # beating it by min_gain. 0 turns it off.
+    futility: float = Field(default=0.05, ge=0, lt=1)
 
     @model_validator(mode="after")
     def _confirmation_bounds(self) -> StopSpec:

@@ -37,6 +37,8 @@ SIMPLIFIED: Final = "tuner_simplified"
 STOP_REASON: Final = "stop_reason"
 STOP_DETAIL: Final = "stop_detail"
 NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
+PLAN: Final = "tuner_plan"
+"""The cost plan, said once after the baseline launches (tuner/study/plan.py, to_json)."""
 
 # --- the probe (tuner/study/probing.py, docs/probe.md) -----------------------------------
 PROBE: Final = "tuner_probe"

@@ -6,9 +6,12 @@ configuration whose gains were significant), queues confirmation launches of
 configurations that look better than it, queues the local search's next proposal
 (tuner/study/search.py), and stops the study on the budget, a plateau (``stop.patience``
 search trials without a significant gain, after the final checks: the best without its
-idle settings, and a close call settled), total failure, an exhausted space, or the
-probe's verdict that nothing is left to search (tuner/study/probing.py). It also
-hands the objective a pruning check for the rounds of a running trial.
+idle settings, and a close call settled), the futility stop (the model rules out every
+untried neighbour of the incumbent, tuner/study/futility.py; the same final checks),
+total failure, an exhausted space, or the probe's verdict that nothing is left to search
+(tuner/study/probing.py). Once, after the baseline launches, it says and records the
+cost plan (tuner/study/plan.py). It also hands the objective a pruning check for the
+rounds of a running trial.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tuner.events import SweepObserver
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, queue, search
+from tuner.study import analysis, attrs, futility, plan, queue, search
 from tuner.study.probing import SweepProbe
 from tuner.trial.runner import PruneCheck
 
@@ -107,6 +110,7 @@ class SweepController:
         self._save_noise(study, result)
         if self.probe is not None:
             self.probe.update(study, result)  # NCCL params it finds cannot help: frozen
+        self._announce_plan(study, result)
         self._track_gain(study, result, trial)  # first: confirmations screen against it
         self.queue_confirmations(study, result)
 
@@ -132,12 +136,17 @@ class SweepController:
         probe_stop = self.probe.stop(study) if self.probe is not None else None
         if probe_stop is not None:
             return probe_stop
-        if self._plateau(study) and not self._confirmation_pending(study):
-            # A confirmation queued by this very trial may still reset the patience, and
-            # the checks before the answer are worth their launches.
+        if self._confirmation_pending(study):
+            pass  # a confirmation queued by this very trial may still reset the patience
+        elif self._plateau(study):
+            # The checks before the answer are worth their launches.
             if self._queue_final_checks(study, result):
                 return None
             return "plateau", self._plateau_sentence(study, result)
+        elif (chance := self._futile(study, result)) is not None:
+            if self._queue_final_checks(study, result):
+                return None
+            return "futile", self._futile_sentence(study, result, chance)
         if self._idle_proposals >= MAX_IDLE_PROPOSALS:
             return "exhausted", (
                 f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
@@ -212,6 +221,20 @@ class SweepController:
         noise = result.noise_dict()
         self.store.update_study(study.study_name, noise=noise)
         study.set_user_attr(attrs.NOISE_REL_SD, noise.get("rel_sd"))
+
+    def _announce_plan(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
+        """Once, after the baseline launches: what the study can confirm, and its cost."""
+        if attrs.PLAN in study.user_attrs:
+            return
+        cost = plan.study_plan(
+            result,
+            self.store.launches(study.study_name),
+            budget=self.n_trials,
+            futility_min_trials=futility.MIN_TRIALS if self.spec.stop.futility > 0 else None,
+        )
+        if cost is not None:
+            study.set_user_attr(attrs.PLAN, cost.to_json())
+            self.observer.message("\n".join(cost.lines()))
 
     def _track_gain(
         self, study: optuna.Study, result: analysis.StudyAnalysis, trial: FrozenTrial
@@ -328,13 +351,58 @@ class SweepController:
                 return True
         return False
 
-    def _rng(self, study: optuna.Study) -> np.random.Generator:
-        # Seeded per proposal, so a seeded study proposes the same whether resumed or not.
+    def _rng(self, study: optuna.Study, stream: int = 0) -> np.random.Generator:
+        # Seeded per proposal, so a seeded study proposes the same whether resumed or not;
+        # ``stream`` keeps the futility check's draws apart from the proposal's.
         n = len(study.get_trials(deepcopy=False))
-        return np.random.default_rng(None if self.seed is None else [self.seed, n])
+        if self.seed is None:
+            return np.random.default_rng()
+        return np.random.default_rng([self.seed, n, stream] if stream else [self.seed, n])
 
     def _plateau(self, study: optuna.Study) -> bool:
         return self._search_trials_since_gain(study) >= self.spec.stop.patience
+
+    def _futile(self, study: optuna.Study, result: analysis.StudyAnalysis) -> float | None:
+        """The model's largest chance that an untried neighbour of the incumbent beats it by
+        min_gain, when that is below stop.futility and futility.MIN_TRIALS search trials
+        have run without a gain; else None (search on)."""
+        stop = self.spec.stop
+        baseline = result.baseline
+        if stop.futility <= 0 or baseline is None:
+            return None
+        if self._search_trials_since_gain(study) < futility.MIN_TRIALS:
+            return None
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
+        tried = {
+            t.user_attrs[attrs.CONFIG]
+            for t in study.get_trials(deepcopy=False)
+            if attrs.CONFIG in t.user_attrs
+        }
+        chance = futility.chance_of_gain(
+            self.spec,
+            result.observations(),
+            incumbent.params,
+            exclude=tried,
+            rng=self._rng(study, stream=1),
+            min_gain=stop.min_gain,
+            max_changes=self.spec.search.max_changes,
+            frozen=self.probe.frozen(study) if self.probe is not None else frozenset(),
+        )
+        return chance if chance < stop.futility else None
+
+    def _futile_sentence(
+        self, study: optuna.Study, result: analysis.StudyAnalysis, chance: float
+    ) -> str:
+        incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
+        n = self._search_trials_since_gain(study)
+        stop = self.spec.stop
+        return (
+            f"no configuration beat {who} by more than the noise in {n} trials, and the model "
+            f"of the settings' effects gives no untried change to it more than a "
+            f"{chance * 100:.1f}% chance of beating it by {stop.min_gain * 100:g}% (futility "
+            f"stop below {stop.futility * 100:g}%; patience {stop.patience} not used up)"
+        )
 
     def _plateau_sentence(self, study: optuna.Study, result: analysis.StudyAnalysis) -> str:
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, ""))

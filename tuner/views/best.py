@@ -105,6 +105,36 @@ class GainVsBaseline:
 
 
 @dataclass(frozen=True)
+class CouldHaveMissed:
+    """What "keep the defaults" could have missed: no configuration measured beats the
+    defaults by more than ``gain_upper`` (a fraction), the largest upper bound of a
+    configuration's gain over the baseline at the study's confidence; None when no
+    other configuration was measured."""
+
+    gain_upper: float | None
+    trial: int | None
+    """The configuration whose bound it is (its first trial)."""
+    configurations: int
+    """Configurations measured besides the defaults."""
+    confidence: float
+
+    @property
+    def text(self) -> str:
+        if self.gain_upper is None:
+            return "keep the defaults: no other configuration was measured to the end"
+        plural = "s" if self.configurations != 1 else ""
+        return (
+            "keep the defaults: no configuration tried beats them by more than "
+            f"{max(self.gain_upper, 0.0):.1%} (the upper end of the {self.confidence:.0%} "
+            f"interval of trial {self.trial}'s gain, the highest of {self.configurations} "
+            f"configuration{plural} measured)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "text": self.text}
+
+
+@dataclass(frozen=True)
 class BestReport:
     """The answer of `tuner best`."""
 
@@ -126,6 +156,8 @@ class BestReport:
     """Set when a configuration other than the baseline is recommended."""
     probe: ProbeSummary | None = None
     """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
+    could_have_missed: CouldHaveMissed | None = None
+    """Set when the recommendation is the defaults."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -149,6 +181,8 @@ class BestReport:
             out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
         if self.probe is not None:
             out["probe"] = self.probe.to_json()
+        if self.could_have_missed is not None:
+            out["could_have_missed"] = self.could_have_missed.to_json()
         return out
 
 
@@ -199,7 +233,27 @@ def best_report(storage: str, study: str) -> BestReport:
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
         probe=probe_summary(space, opened.optuna_study, recommended),
+        could_have_missed=could_have_missed(result) if keep_defaults else None,
     )
+
+
+def could_have_missed(result: analysis.StudyAnalysis) -> CouldHaveMissed | None:
+    """The largest upper bound of a measured configuration's gain over the defaults."""
+    baseline = result.baseline
+    if baseline is None:
+        return None
+    confidence = result.space.spec.stop.confidence
+    bounds = []
+    for config in result.configs.values():
+        if config is baseline:
+            continue
+        cmp = result.compare(config, baseline)
+        upper = cmp.ci_high if result.direction == "maximize" else -cmp.ci_low
+        bounds.append((upper, config.trials[0] if config.trials else None))
+    if not bounds:
+        return CouldHaveMissed(None, None, 0, confidence)
+    upper, trial = max(bounds, key=lambda b: b[0])
+    return CouldHaveMissed(upper, trial, len(bounds), confidence)
 
 
 def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEntry | None:
@@ -259,6 +313,8 @@ def print_best(
         console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
     if rec is not None:
         console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
+        if report.could_have_missed is not None:
+            console.print(report.could_have_missed.text, highlight=False)
         if not report.keep_defaults:
             console.print("Deploy with:  tuner best --format env | systemd | args")
     if report.probe is not None:

@@ -1,0 +1,165 @@
+"""The cost plan on fake studies: said once after the baseline, with the study's own figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+
+from tests.fakes import FakeRunner
+from tests.unit.stats.helpers import simulate_launch
+from tests.unit.test_sweep_decisions import SPACE
+from tuner.events import RecordingObserver
+from tuner.space.spec import Space, load_space, parse_space
+from tuner.stats import NoiseEstimate, between_launch_variance
+from tuner.stats.power import detectable_gain
+from tuner.storage import Store
+from tuner.study import analysis, attrs, futility
+from tuner.study.plan import LaunchTimes, cost_plan, launch_times
+from tuner.study.sweep import run_sweep
+
+
+def _study(
+    tmp_path: Path, *, trials: int, stop: dict[str, Any] | None = None, **runner: Any
+) -> tuple[optuna.Study, RecordingObserver, str]:
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump({**SPACE, "stop": {**SPACE["stop"], **(stop or {})}}))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    observer = RecordingObserver()
+    fake = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seconds=(1500.0, 300.0), **runner)
+    run_sweep(
+        load_space(path), storage=storage, n_trials=trials, seed=0, runner=fake, observer=observer
+    )
+    return optuna.load_study(study_name="d", storage=storage), observer, storage
+
+
+def _messages(observer: RecordingObserver) -> list[str]:
+    return [e[1] for e in observer.events if e[0] == "message"]
+
+
+def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_path: Path) -> None:
+    study, observer, storage = _study(tmp_path, trials=4)
+    plans = [m for m in _messages(observer) if m.startswith("cost plan")]
+    assert len(plans) == 1 and plans[0].startswith("cost plan after 2 baseline launches:")
+    recorded = study.user_attrs[attrs.PLAN]
+    assert recorded["text"] == plans[0].splitlines()
+
+    # Its noise is the analysis's after the two baseline launches (FakeRunner: 0.5% each).
+    space = load_space(tmp_path / "d.yaml")
+    rows = Store(storage).launches("d")[:2]
+    assert [r.role for r in rows] == ["baseline", "baseline"]
+    noise = recorded["noise"]
+    assert noise["n_launches"] == 2 and noise["n_configs"] == 1
+    assert 0.001 < math.sqrt(noise["within_var"]) < 0.012
+    # The smallest confirmable gain is compare's threshold at 2 + 2 launches (with the
+    # candidate's repeat counted in the noise's dof), above the 1% min_gain here.
+    assert analysis.analyze(Store(storage), space).noise is not None
+    assert recorded["detectable_gain"] > recorded["detectable_gain_settled"] > 0
+    assert recorded["cannot_confirm_below_min_gain"] is (recorded["detectable_gain"] > 0.01)
+    # Launches: 2 baseline + patience 6 to keep the defaults; one gain adds its search
+    # trials (9 values, 3 a launch: ~2), a confirmation and the simpler form's 2 launches.
+    launches = recorded["launches"]
+    assert launches["keep_defaults"] == 2 + 6
+    assert launches["keep_defaults_futile"] == 2 + futility.MIN_TRIALS
+    assert launches["one_gain"] == 2 + 2 + 1 + 6 + 2
+    assert launches["budget"] == 4
+    # Hours from the launches' timings: 25 min to healthy + 5 min benchmark, 30 min each.
+    assert recorded["seconds"]["to_healthy"] == pytest.approx(1500.0)
+    assert recorded["seconds"]["benchmark_and_stop"] == pytest.approx(300.0, abs=1.0)
+    assert recorded["hours"]["keep_defaults"] == pytest.approx(8 * 0.5, rel=0.01)
+    assert recorded["hours"]["one_gain"] == pytest.approx(13 * 0.5, rel=0.01)
+    assert "4.0 h to 6.5 h" in plans[0]
+
+
+def test_the_plan_is_not_repeated_when_the_study_resumes(tmp_path: Path) -> None:
+    _study(tmp_path, trials=3)
+    _, observer, _ = _study(tmp_path, trials=5)
+    assert not [m for m in _messages(observer) if m.startswith("cost plan")]
+
+
+def test_the_minimum_is_compare_s_own_at_the_study_s_launch_counts() -> None:
+    space = load_space_dict({**SPACE, "stop": {**SPACE["stop"], "confirmations": 2}})
+    noise = noise_of(between=0.01, within=0.01)
+    plan = cost_plan(space.spec, noise, LaunchTimes(0, None, None), baseline_measured=2)
+    direct = detectable_gain(
+        dataclasses.replace(noise, dof=noise.dof + 2),  # the candidate's two repeats
+        rounds=3,
+        candidate_launches=3,
+        baseline_launches=2,
+        confidence=0.95,
+    )
+    assert plan.now.gain == pytest.approx(direct.gain, rel=1e-9)
+    assert plan.candidate_launches == 3 and plan.baseline_launches == 2
+    assert "time: unknown" in "\n".join(plan.lines())
+
+
+def test_a_quiet_machine_with_a_large_min_gain_is_not_told_it_cannot(tmp_path: Path) -> None:
+    space = load_space_dict({**SPACE, "stop": {**SPACE["stop"], "min_gain": 0.2}})
+    plan = cost_plan(
+        space.spec, noise_of(0.002, 0.002), LaunchTimes(2, 60.0, 30.0), baseline_measured=2
+    )
+    text = "\n".join(plan.lines())
+    assert plan.now.gain < 0.2
+    assert "cannot confirm" not in text
+    assert "min_gain" not in text
+
+
+def test_a_noisy_machine_is_told_plainly_and_shown_what_would_help() -> None:
+    plan = cost_plan(
+        load_space_dict(SPACE).spec,
+        noise_of(0.03, 0.05),
+        LaunchTimes(2, 1200.0, 600.0),
+        baseline_measured=2,
+    )
+    text = "\n".join(plan.lines())
+    assert f"this study cannot confirm gains below {plan.now.gain:.1%}" in text
+    assert "min_gain is 1.0%" in text
+    levers = {lever.change: lever for lever in plan.levers}
+    assert levers["stop.confirmations: 2"].gain is not None
+    assert levers["stop.confirmations: 2"].gain < plan.now.gain
+    assert levers["benchmark.rounds: 6"].gain is not None
+    assert levers["benchmark.rounds: 6"].gain < plan.now.gain
+    assert "server.cpus, benchmark.cpus" in levers
+
+
+def test_a_single_baseline_launch_says_the_between_part_is_assumed() -> None:
+    plan = cost_plan(
+        load_space_dict(SPACE).spec,
+        noise_of(0.01, 0.01, launches=1),
+        LaunchTimes(1, 30.0, 10.0),
+        baseline_measured=1,
+    )
+    text = "\n".join(plan.lines())
+    assert text.startswith("cost plan after 1 baseline launch:")
+    assert "assumed until two exist" in text
+    assert plan.to_json()["between_assumed"] is True
+
+
+def test_launch_times_skip_failed_and_untimed_launches(tmp_path: Path) -> None:
+    _, _, storage = _study(tmp_path, trials=2)
+    rows = Store(storage).launches("d")
+    times = launch_times(rows)
+    assert times.launches == 2 and times.per_launch_s == pytest.approx(1800.0, abs=1.0)
+    assert launch_times([]).per_launch_s is None
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def load_space_dict(data: dict[str, Any]) -> Space:
+    return parse_space(data, Path("plan.yaml"))
+
+
+def noise_of(between: float, within: float, launches: int = 2) -> NoiseEstimate:
+    rng = random.Random(3)
+    noise = between_launch_variance(
+        [[simulate_launch(rng, 100.0, between, within) for _ in range(launches)]]
+    )
+    assert noise is not None
+    return noise
