@@ -160,7 +160,8 @@ def test_a_real_nccl_gain_on_the_sim_is_found_and_frozen_params_are_never_launch
     space = load_space(write(tmp_path, _sim_probe_space("nccl-gain", with_vllm_params=True)))
     storage = f"sqlite:///{tmp_path}/g.db"
     result = run_sweep(space, storage=storage, n_trials=30, seed=0, preflight=False)
-    assert result.stop_reason in ("plateau", "exhausted")
+    # An answer, by the patience, the futility stop or an exhausted space (all exit 0).
+    assert result.stop_reason in ("plateau", "futile", "exhausted")
     recommended = best_report(storage, space.study_name).recommended
     assert recommended is not None and recommended.env.get("NCCL_PROTO") == "LL"
     study = optuna.load_study(study_name=space.study_name, storage=storage)
