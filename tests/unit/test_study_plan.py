@@ -66,8 +66,8 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
     # trials (9 values, 3 a launch: ~2), a confirmation and the simpler form's 2 launches.
     launches = recorded["launches"]
     assert launches["keep_defaults"] == 2 + 6
-    assert launches["keep_defaults_futile"] == 2 + futility.MIN_TRIALS
     assert launches["one_gain"] == 2 + 2 + 1 + 6 + 2
+    assert launches["one_gain_futile"] == 2 + 2 + 1 + min(6, futility.MIN_TRIALS) + 2
     assert launches["budget"] == 4
     # Hours from the launches' timings: 25 min to healthy + 5 min benchmark, 30 min each.
     assert recorded["seconds"]["to_healthy"] == pytest.approx(1500.0)

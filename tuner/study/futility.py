@@ -1,18 +1,18 @@
-"""The futility stop: end the search when the model rules out every step from the best.
+"""The futility stop: end the search when the model rules out every untried neighbour.
 
 The plateau rule waits ``stop.patience`` search trials without a significant gain. Often
 the model of the settings' effects (tuner/study/search.py ``EffectModel``) knows sooner:
 once every value has been launched and cleared, no change to the incumbent is likely to
-beat it by ``min_gain``. ``chance_of_gain`` puts a number on that: over the posterior
-draws, the share in which the best step from the incumbent (each param moved to its best
-level in that draw, the ``changes`` largest improvements added up) gains more than
-``min_gain``. Taking the best step of each draw, rather than a fixed candidate, is what
-makes it the chance that *some* neighbour helps; ignoring constraints and the working-
-setting rule only makes that chance larger, so the stop errs on the side of searching.
-An untried value keeps its prior (one in five has an effect, sd 5%), worth about an 8%
-chance on its own, above the default threshold of 5%: the search never stops on the
-prior alone, and ``MIN_TRIALS`` search trials since the last gain are required besides.
-docs/search.md ("Stopping early") has the rule and its measurement.
+beat it by ``min_gain``. ``chance_of_gain`` puts a number on that: for every untried
+neighbour of the incumbent (``search.neighbours``, the neighbourhood proposals come
+from: up to ``max_changes`` changes, a working setting changed alone, constraints kept)
+the share of posterior draws in which its effects add up to more than ``min_gain``, and
+the largest of these. The controller stops (reason ``futile``) when that is below
+``stop.futility`` and ``MIN_TRIALS`` search trials have run since the last gain. An
+untried value keeps its prior (one in five has an effect, sd 5%), worth about an 8%
+chance on its own, above the default threshold of 5%: the search never stops while a
+value is untried, nor on the prior alone. docs/search.md ("Stopping early") has the
+rule, docs/statistics.md its measurement.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from tuner.space.spec import Scalar, SpaceSpec
 from tuner.study.search import WORKING, EffectModel, Observation, neighbours, setting_worth
 
 DRAWS = 1024
-"""Posterior draws behind the check: the largest of many neighbours' chances is read off
-them, and with the proposal's 128 that maximum is mostly Monte Carlo noise (a 4% chance
-read as 4% to 11% on one flat study); 1024 keep it within about a point."""
+"""Posterior draws behind the check. The largest of many neighbours' chances is read off
+them, and Monte Carlo noise inflates a maximum: on one flat study, three runs each read
+6-9% from the proposal's 128 draws, 5-11% from 512 and 3-5% from 2048."""
 MIN_TRIALS = 5
 """Search trials since the last gain before the model may stop the search. Measured
 (docs/statistics.md): at 3 the model sometimes stopped a study whose last setting had

@@ -110,10 +110,11 @@ class CostPlan:
     """Setting values the search tries (every non-default level of every param)."""
     trials_to_try_all: int
     quickest: int
-    quickest_futile: int | None
-    """Launches to "keep the defaults" when the futility stop ends the search early."""
     typical: int
     typical_parts: str
+    typical_futile: int | None
+    """Launches with one gain found when the futility stop ends the search after it
+    (futility.MIN_TRIALS search trials instead of the patience); None when it is off."""
     budget: int | None
     times: LaunchTimes
     levers: tuple[Lever, ...]
@@ -186,10 +187,11 @@ class CostPlan:
 
     def _launches_text(self) -> str:
         quick = f"{self.quickest} launches to keep the defaults ({self.baseline_launches} "
-        quick += f"baseline + {self.patience} search"
-        if self.quickest_futile is not None and self.quickest_futile < self.quickest:
-            quick += f"; {self.quickest_futile} if the model rules the rest out early"
-        quick += f"), about {self.typical} with one gain found ({self.typical_parts})"
+        quick += f"baseline + {self.patience} search), about {self.typical} with one gain "
+        quick += f"found ({self.typical_parts}"
+        if self.typical_futile is not None and self.typical_futile < self.typical:
+            quick += f"; {self.typical_futile} if the model rules the rest out after it"
+        quick += ")"
         if self.budget is not None:
             quick += f"; budget {self.budget}"
         times = self.times
@@ -226,9 +228,9 @@ class CostPlan:
             "mde": mde(self.now),
             "launches": {
                 "keep_defaults": self.quickest,
-                "keep_defaults_futile": self.quickest_futile,
                 "one_gain": self.typical,
                 "one_gain_parts": self.typical_parts,
+                "one_gain_futile": self.typical_futile,
                 "budget": self.budget,
             },
             "seconds": {
@@ -260,7 +262,7 @@ def cost_plan(
     ``baseline_measured`` is how many baseline launches the noise was measured from.
 
     ``futility_min_trials`` is the futility stop's floor of search trials (None: the
-    stop is off), for the quickest "keep the defaults".
+    stop is off): what a study with one gain may save when the model rules the rest out.
     """
     stop = spec.stop
     rounds = spec.benchmark.rounds
@@ -294,11 +296,12 @@ def cost_plan(
     per_launch = max(1, spec.search.max_changes)
     to_try_all = -(-values // per_launch) if values else 0
     quickest = baseline + stop.patience
-    quickest_futile = None
-    if futility_min_trials is not None and to_try_all < stop.patience:
-        quickest_futile = baseline + max(futility_min_trials, to_try_all)
     to_gain = max(1, -(-to_try_all // 2))
     typical = baseline + to_gain + stop.confirmations + stop.patience + candidate
+    typical_futile = None
+    if futility_min_trials is not None:
+        after = min(stop.patience, futility_min_trials)
+        typical_futile = baseline + to_gain + stop.confirmations + after + candidate
     parts = (
         f"{baseline} baseline + ~{to_gain} search to it + {stop.confirmations} to confirm it "
         f"+ {stop.patience} search after it + {candidate} for the simpler form"
@@ -319,9 +322,9 @@ def cost_plan(
         values=values,
         trials_to_try_all=to_try_all,
         quickest=quickest,
-        quickest_futile=quickest_futile,
         typical=typical,
         typical_parts=parts,
+        typical_futile=typical_futile,
         budget=budget,
         times=times,
         levers=tuple(levers),
