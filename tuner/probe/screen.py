@@ -7,8 +7,9 @@
   setting's gain on the all-reduce time moves a decode step by that gain times the share
   of the step spent in all-reduce (``comm_share``). A param can help when the optimistic
   end of its best value's interval, times the share, reaches min_gain; the params that
-  cannot are frozen (no longer searched), unless the significant gains of several of
-  them together could reach it, in which case those with a significant gain stay.
+  cannot are frozen (no longer searched), unless several of them together could reach
+  it (their significant gains summed, then checked by one probe of them set at once), in
+  which case those with a significant gain stay.
 - ``comm_share`` and ``floor_tokens_per_s``: the share of a decode step the default's
   all-reduces take, and the single-stream bound the fastest probe gives.
 """
@@ -128,8 +129,9 @@ class NcclVerdict:
     params: tuple[ParamOutlook, ...]
     frozen: frozenset[str]
     combined_gain: float
-    """The significant gains of the params that cannot help alone, summed, times the comm
-    share: what those could move the objective by together, as the probe sees it."""
+    """What the params that cannot help alone could move the objective by together, as the
+    probe sees it: their probe at once (or, before it ran, their significant gains summed),
+    times the comm share."""
     failed: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -187,9 +189,17 @@ def nccl_verdict(
     *,
     comm_share: float,
     min_gain: float,
+    together: ProbeComparison | None = None,
 ) -> NcclVerdict:
     """Which NCCL params cannot help; ``by_param`` maps each param's values to their probe
-    comparison, or to the error of a probe that failed (such a value cannot help)."""
+    comparison, or to the error of a probe that failed (such a value cannot help).
+
+    ``together`` is the probe of ``together_values`` (the params that cannot help alone,
+    each at its significantly fastest value) set at once, when it was run: its gain
+    replaces the sum of their gains. The sum overstates what they do together: each term
+    is the best of several noisy values (the winner's curse), and small true gains whose
+    noisy maxima add up past min_gain would keep settings that cannot help in the search.
+    """
     outlooks = []
     failed: dict[str, str] = {}
     for name, values in by_param.items():
@@ -210,17 +220,11 @@ def nccl_verdict(
             )
         )
     small = [p for p in outlooks if not p.can_help]
-    combined = comm_share * math.fsum(
-        max(
-            (
-                c.gain
-                for c in by_param[p.name].values()
-                if isinstance(c, ProbeComparison) and c.verdict == "faster"
-            ),
-            default=0.0,
-        )
-        for p in small
-    )
+    if together is not None:
+        combined = comm_share * together.gain
+    else:
+        fastest = [_fastest(by_param[p.name]) for p in small]
+        combined = comm_share * math.fsum(f[1] for f in fastest if f is not None)
     if combined >= min_gain:
         # Together they could: keep every param with a significantly faster value.
         frozen = {p.name for p in outlooks if not p.can_help and not p.significant}
@@ -234,6 +238,30 @@ def nccl_verdict(
         combined_gain=combined,
         failed=failed,
     )
+
+
+def together_values(
+    by_param: Mapping[str, Mapping[str, ProbeComparison | str]], verdict: NcclVerdict
+) -> dict[str, str]:
+    """The params that cannot help alone but are significantly faster at some value, each
+    at its fastest such value: the setting to probe at once when their gains, summed,
+    reach min_gain (see ``nccl_verdict``'s ``together``)."""
+    out = {}
+    for outlook in verdict.params:
+        fastest = _fastest(by_param[outlook.name])
+        if not outlook.can_help and fastest is not None:
+            out[outlook.name] = fastest[0]
+    return out
+
+
+def _fastest(values: Mapping[str, ProbeComparison | str]) -> tuple[str, float] | None:
+    """The significantly faster value with the largest gain, and that gain; None if none."""
+    faster = [
+        (value, c.gain)
+        for value, c in values.items()
+        if isinstance(c, ProbeComparison) and c.verdict == "faster"
+    ]
+    return max(faster, key=lambda item: item[1]) if faster else None
 
 
 def _mean_var(values: Sequence[float]) -> tuple[float, float]:

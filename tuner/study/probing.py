@@ -12,7 +12,8 @@ With a ``probe:`` in the space file (docs/probe.md), ``SweepProbe``:
   server too), or when it changes a param the verdict froze;
 - ``update``: once the baseline is measured, decides whether NCCL settings can move the
   objective by ``stop.min_gain`` (tuner.probe.screen.nccl_verdict: probe gain x the share
-  of a decode step spent in all-reduce), and freezes the NCCL params that cannot; the
+  of a decode step spent in all-reduce; small gains that add up to it are probed once
+  more, set at once), and freezes the NCCL params that cannot; the
   local search (and optuna's TPE after it) then leaves them at default. When every
   param is frozen, the sweep stops with the verdict; when every configuration of the
   params left open has been tried, it stops as exhausted (``stop``).
@@ -44,6 +45,7 @@ from tuner.probe.screen import (
     compare_probe,
     floor_tokens_per_s,
     nccl_verdict,
+    together_values,
 )
 from tuner.probe.sizes import ProbePlan, ProbePlanError, probe_plan
 from tuner.space.model_limits import INSPECT_PORT, inspect_names
@@ -299,7 +301,30 @@ class SweepProbe:
             by_param.setdefault(name, {})[str(value)] = (
                 cmp if cmp is not None else str(probed.error)
             )
-        return nccl_verdict(by_param, comm_share=share, min_gain=self.spec.stop.min_gain)
+        min_gain = self.spec.stop.min_gain
+        verdict = nccl_verdict(by_param, comm_share=share, min_gain=min_gain)
+        if verdict.combined_gain < min_gain:
+            return verdict
+        # Small gains whose sum reaches min_gain: probe them at once before keeping them.
+        together = self._together(together_values(by_param, verdict))
+        if together is None:
+            return verdict
+        cmp = self.compare(self.measure(study, together), default)
+        if cmp is None:
+            return verdict
+        return nccl_verdict(by_param, comm_share=share, min_gain=min_gain, together=cmp)
+
+    def _together(self, values: Mapping[str, str]) -> Settings | None:
+        """The baseline with ``values`` (param -> str(value)) set at once, when that is a
+        valid configuration of two or more changes; else None."""
+        if len(values) < 2:
+            return None
+        params = dict(baseline_params(self.spec))
+        for name, text in values.items():
+            params[name] = next(v for v in search.levels(self.spec.params[name]) if str(v) == text)
+        if violated_constraints(self.spec, params):
+            return None
+        return settings_from_params(self.spec, params)
 
     def comm_share_of(self, config: analysis.ConfigResult, us_per_allreduce: float) -> float:
         """The share of a decode step these all-reduces take: the space's, or measured."""

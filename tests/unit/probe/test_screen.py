@@ -12,6 +12,7 @@ from tuner.probe.screen import (
     compare_probe,
     floor_tokens_per_s,
     nccl_verdict,
+    together_values,
 )
 
 DEFAULT = [100.0, 100.3, 99.8, 100.1, 99.9]
@@ -101,6 +102,23 @@ def test_several_small_significant_gains_together_keep_their_params() -> None:
     # alone each moves the objective by (1% + 0.2%) x 0.5 < 1%; together 1.5%
     assert verdict.combined_gain == pytest.approx(0.015)
     assert verdict.frozen == {"Q"}
+
+
+def test_small_gains_are_kept_only_when_their_probe_at_once_reaches_min_gain() -> None:
+    # Each param's best of three noisy values: the maxima add up past min_gain (winner's curse).
+    by_param = {
+        f"P{i}": {"a": _cmp(0.012), "b": _cmp(0.004), "c": _cmp(-0.01)} for i in range(3)
+    } | {"Q": {"v": _cmp(0.0)}}
+    summed = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01)
+    assert summed.combined_gain == pytest.approx(0.018)
+    assert together_values(by_param, summed) == {"P0": "a", "P1": "a", "P2": "a"}
+    # Probed at once they are 1% faster at all-reduce: 0.5% of the objective, frozen.
+    weak = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.01))
+    assert weak.combined_gain == pytest.approx(0.005)
+    assert weak.frozen == {"P0", "P1", "P2", "Q"} and not weak.can_help
+    # 3% faster at once: 1.5% of the objective, so the three stay searchable.
+    strong = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
+    assert strong.frozen == {"Q"}
 
 
 def test_the_comm_share_and_the_floor() -> None:
