@@ -2,10 +2,11 @@
 
 ``measure_levels`` runs each level in turn (the engine the sweep uses) under the live
 view of tuner/views/bench.py and returns every level's raw result with its summary,
-for ``--format json`` or ``--record``. No restart, no optuna trial. With ``record`` the
-levels and every request go into the study database as a launch of role ``bench``
-(status complete, no process identity), so a standalone measurement sits beside a
-study's trials.
+for ``--format json`` or ``--record``; ``run_capacity`` searches the largest concurrency
+within latency limits instead (tuner/bench/capacity.py). No restart, no optuna trial.
+With ``record`` the levels and every request go into the study database as a launch of
+role ``bench`` (status complete, no process identity), so a standalone measurement sits
+beside a study's trials.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Literal
 from rich.console import Console
 
 from tuner.bench import LevelResult, LoadSpec, discover_model, measure_level
+from tuner.bench.capacity import CapacityResult, find_capacity
 from tuner.bench.summary import LevelSummary, parse_goodput, summarize
+from tuner.space.limits import MetricLimit
 from tuner.storage import LaunchStatus, Store, request_row
 from tuner.study import attrs
 from tuner.views.bench import BenchView
@@ -81,27 +84,28 @@ class BenchOptions:
     max_error_rate: float = 0.0
 
 
+def _load(options: BenchOptions, model: str, concurrency: int, requests: int) -> LoadSpec:
+    return LoadSpec(
+        model=model,
+        api=options.api,
+        concurrency=concurrency,
+        requests=None if options.duration_s else requests,
+        duration_s=options.duration_s,
+        rate=options.rate,
+        prompt_tokens=options.prompt_tokens,
+        max_tokens=options.max_tokens,
+        warmup=options.warmup,
+        prompts_file=options.prompts_file,
+        workers=options.workers,
+        cpus=options.cpus,
+    )
+
+
 def run_bench(options: BenchOptions, *, console: Console, show: bool) -> tuple[str, list[LevelRun]]:
     """Measure every level (and round) against ``options.url``; the model and the runs."""
     url = options.url.rstrip("/")
     model = options.model or discover_model(url)
-    loads = [
-        LoadSpec(
-            model=model,
-            api=options.api,
-            concurrency=c,
-            requests=None if options.duration_s else options.requests,
-            duration_s=options.duration_s,
-            rate=options.rate,
-            prompt_tokens=options.prompt_tokens,
-            max_tokens=options.max_tokens,
-            warmup=options.warmup,
-            prompts_file=options.prompts_file,
-            workers=options.workers,
-            cpus=options.cpus,
-        )
-        for c in options.concurrency
-    ]
+    loads = [_load(options, model, c, options.requests) for c in options.concurrency]
     runs = measure_levels(
         url,
         loads,
@@ -112,6 +116,54 @@ def run_bench(options: BenchOptions, *, console: Console, show: bool) -> tuple[s
         show=show,
     )
     return model, runs
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    """What `tuner bench --capacity` searches within."""
+
+    limits: tuple[MetricLimit, ...]
+    max_concurrency: int = 1024
+    max_levels: int = 16
+    budget_s: float | None = None
+    requests_per_stream: int = 2
+    """Each level sends at least this many requests per stream (and ``--requests``), so a
+    p99 at high concurrency rests on more than one request per stream."""
+
+
+def run_capacity(
+    options: BenchOptions, capacity: CapacityOptions, *, console: Console, show: bool
+) -> tuple[str, CapacityResult, list[LevelRun]]:
+    """Search the largest concurrency within the limits, from ``options.concurrency[0]``."""
+    url = options.url.rstrip("/")
+    model = options.model or discover_model(url)
+    runs: list[LevelRun] = []
+    view = BenchView(console, enabled=show)
+
+    def measure(concurrency: int) -> LevelSummary:
+        requests = max(options.requests, capacity.requests_per_stream * concurrency)
+        load = _load(options, model, concurrency, requests)
+        live = view.start(load, 0)
+        result = measure_level(url, load, live=live)
+        summary = summarize(
+            result,
+            goodput=parse_goodput(list(options.goodput)),
+            max_error_rate=options.max_error_rate,
+        )
+        view.finish(summary)
+        runs.append(LevelRun(load, result, summary))
+        return summary
+
+    with view:
+        found = find_capacity(
+            measure,
+            capacity.limits,
+            start=options.concurrency[0],
+            max_concurrency=capacity.max_concurrency,
+            max_levels=capacity.max_levels,
+            budget_s=capacity.budget_s,
+        )
+    return model, found, runs
 
 
 def record_bench(storage: str, study: str, url: str, model: str, runs: Sequence[LevelRun]) -> int:

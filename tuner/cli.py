@@ -20,6 +20,7 @@ from rich.markup import escape
 from tuner import exit_codes
 from tuner.errors import ConfigError, NoAnswerError, Terminated, TunerError
 from tuner.secrets import safe_url
+from tuner.space.limits import MetricLimit, parse_limit
 from tuner.storage import DEFAULT_STORAGE
 
 app = typer.Typer(
@@ -310,13 +311,30 @@ def bench(
     ] = False,
     study: Annotated[str, typer.Option(help="Study to record into.")] = "bench",
     storage: StorageOpt = DEFAULT_STORAGE,
+    capacity: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Find the largest concurrency within this limit, e.g. 'ttft_ms.p99 <= 1000' "
+            "(repeatable; from the first --concurrency, doubling then bisecting)."
+        ),
+    ] = None,
+    max_concurrency: Annotated[
+        int, typer.Option(min=1, help="With --capacity: the largest level to try.")
+    ] = 1024,
+    max_levels: Annotated[
+        int, typer.Option(min=1, help="With --capacity: levels to measure at most.")
+    ] = 16,
+    budget: Annotated[
+        float | None, typer.Option(help="With --capacity: seconds to search at most.")
+    ] = None,
 ) -> None:
     """Benchmark an already running server with the sweep's engine: no restart."""
     from tuner import bench_command
     from tuner.bench.summary import levels_document
-    from tuner.views.bench import levels_table, print_warnings
+    from tuner.views.bench import capacity_lines, levels_table, print_warnings
 
     _check_format(fmt, TABLE_OR_JSON)
+    limits = _capacity_limits(capacity or [])
     options = bench_command.BenchOptions(
         url=url,
         model=model,
@@ -334,16 +352,36 @@ def bench(
         goodput=tuple(goodput or ()),
         max_error_rate=max_error_rate,
     )
-    used_model, runs = bench_command.run_bench(options, console=err, show=fmt == "table")
+    found = None
+    if limits:
+        search = bench_command.CapacityOptions(limits, max_concurrency, max_levels, budget)
+        used_model, found, runs = bench_command.run_capacity(
+            options, search, console=err, show=fmt == "table"
+        )
+    else:
+        used_model, runs = bench_command.run_bench(options, console=err, show=fmt == "table")
     summaries = [r.summary for r in runs]
     if record:
         launch = bench_command.record_bench(storage, study, url, used_model, runs)
         err.print(f"recorded as launch {launch} of study {study!r} in {safe_url(storage)}")
     if fmt == "json":
-        out.print_json(json.dumps(levels_document(summaries, url=url, model=used_model)))
+        extra = {} if found is None else {"capacity": found.to_dict()}
+        out.print_json(json.dumps(levels_document(summaries, url=url, model=used_model, **extra)))
     else:
-        out.print(levels_table(summaries, title=f"{used_model} at {url}"))
+        shown = sorted(summaries, key=lambda s: s.concurrency) if found else summaries
+        out.print(levels_table(shown, title=f"{used_model} at {url}"))
         print_warnings(out, summaries)
+        if found is not None:
+            out.print(capacity_lines(found))
+    if found is not None and found.capacity is None:
+        raise typer.Exit(exit_codes.NO_ANSWER)  # even the first level broke a limit
+
+
+def _capacity_limits(texts: Sequence[str]) -> tuple[MetricLimit, ...]:
+    try:
+        return tuple(parse_limit(t, level="forbidden") for t in texts)
+    except ValueError as exc:
+        raise ConfigError(f"--capacity: {exc}") from None
 
 
 def _levels(text: str) -> tuple[int, ...]:

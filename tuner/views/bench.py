@@ -2,7 +2,8 @@
 
 ``BenchView`` keeps a live line for the running level under the rows of the finished
 ones; ``levels_table`` renders summaries on their own; ``print_warnings`` says what a
-flagged level means. The levels themselves are run by tuner/bench_command.py.
+flagged level means; ``capacity_lines`` gives a capacity search's answer. The levels
+themselves are run by tuner/bench_command.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.bench import LiveStats, LoadSpec
+from tuner.bench.capacity import CapacityResult
 from tuner.bench.summary import LevelSummary
 
 
@@ -163,3 +165,16 @@ def print_warnings(console: Console, summaries: Sequence[LevelSummary]) -> None:
             w for w in s.warnings if not (s.flagged and w in s.flagged)
         ]:
             console.print(f"[yellow]level {s.concurrency}, round {s.round + 1}:[/] {line}")
+
+
+def capacity_lines(found: CapacityResult) -> Text:
+    """The capacity search's answer under the levels table: capacity, bound, knee."""
+    text = Text(found.sentence(), style="bold" if found.capacity else "red")
+    if found.knee is not None:
+        text.append(
+            f"\nknee at {found.knee} streams: throughput grows by less than 10% per doubling "
+            f"beyond it"
+        )
+    else:
+        text.append("\nno knee within the levels measured: throughput still grows")
+    return text
