@@ -89,11 +89,11 @@ def _exit_code(exc: TunerError) -> int:
     return exit_codes.ERROR
 
 
-def _check_format(fmt: str, choices: Sequence[str]) -> None:
+def _check_format(fmt: str, choices: Sequence[str], option: str = "--format") -> None:
     """Refuse an unknown --format before any work (a benchmark takes minutes)."""
     if fmt not in choices:
         listed = " or ".join([", ".join(choices[:-1]), choices[-1]])
-        raise ConfigError(f"--format must be {listed}, not {fmt!r}")
+        raise ConfigError(f"{option} must be {listed}, not {fmt!r}")
 
 
 @app.command()
@@ -189,19 +189,26 @@ def best(
     study: StudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")
+        str,
+        typer.Option(
+            "--format", "-f", help="table, json, env, systemd, args, docker or vllm-config."
+        ),
     ] = "table",
+    which: Annotated[
+        str, typer.Option(help="What to deploy: recommended (simplest as good) or best.")
+    ] = "recommended",
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline.
 
     Exits 3 while the study has no answer yet (no completed trial).
     """
-    from tuner.views.best import FORMATS, best_report, print_best
+    from tuner.views.best import FORMATS, WHICH, best_report, print_best
     from tuner.views.study_access import resolve_study
 
     _check_format(fmt, FORMATS)
+    _check_format(which, WHICH, option="--which")
     result = best_report(storage, resolve_study(storage, study, space))
-    print_best(result, fmt, out, notes=err)
+    print_best(result, fmt, out, notes=err, which=which)
 
 
 @app.command("trials")

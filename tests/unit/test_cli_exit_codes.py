@@ -46,7 +46,7 @@ def test_best_json_without_an_answer_prints_the_document_then_exits_3(tmp_path: 
     assert "no completed trial yet" in done.stderr
 
 
-@pytest.mark.parametrize("fmt", ["env", "systemd", "args"])
+@pytest.mark.parametrize("fmt", ["env", "systemd", "args", "docker", "vllm-config"])
 def test_best_has_nothing_to_deploy_without_an_answer(tmp_path: Path, fmt: str) -> None:
     storage = hand_study(tmp_path, [({}, None)])
     done = _invoke("best", "--storage", storage, "--format", fmt)
@@ -64,7 +64,10 @@ def test_best_with_an_answer_exits_0(tmp_path: Path) -> None:
     [
         (["check", "--space", "nowhere.yaml"], "table or json"),
         (["bench", "--url", "http://127.0.0.1:9"], "table or json"),
-        (["best", "--storage", "sqlite:///nowhere.db"], "table, json, env, systemd or args"),
+        (
+            ["best", "--storage", "sqlite:///nowhere.db"],
+            "table, json, env, systemd, args, docker or vllm-config",
+        ),
     ],
     ids=["check", "bench", "best"],
 )
