@@ -256,6 +256,20 @@ def compare(
     print_compare(storage, resolve_study(storage, study, space), a, b, out)
 
 
+@app.command("compare-studies")
+@handles_errors
+def compare_studies_cmd(
+    studies: Annotated[list[str], typer.Argument(help="Study names, in the order to show.")],
+    storage: StorageOpt = DEFAULT_STORAGE,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """Studies side by side: best single-stream and high-concurrency throughput, TTFT, energy."""
+    from tuner.views.compare_studies import compare_studies, print_comparison
+
+    _check_format(fmt, TABLE_OR_JSON)
+    print_comparison(compare_studies(storage, studies), fmt, out)
+
+
 @app.command()
 @handles_errors
 def cleanup(

@@ -79,6 +79,22 @@ def test_an_unknown_format_is_refused_before_any_work(command: list[str], listed
     assert f"Error: --format must be {listed}, not 'xml'" in done.stderr
 
 
+def test_an_unknown_which_or_compare_format_is_refused_before_any_work() -> None:
+    done = _invoke("best", "--storage", "sqlite:///nowhere.db", "--which", "worst")
+    assert done.exit_code == exit_codes.CONFIG
+    assert "Error: --which must be recommended or best, not 'worst'" in done.stderr
+    done = _invoke("compare-studies", "a", "--storage", "sqlite:///nowhere.db", "-f", "xml")
+    assert done.exit_code == exit_codes.CONFIG
+    assert "Error: --format must be table or json, not 'xml'" in done.stderr
+
+
+def test_compare_studies_of_a_missing_database_exits_1(tmp_path: Path) -> None:
+    done = _invoke("compare-studies", "a", "--storage", f"sqlite:///{tmp_path}/none.db")
+    assert done.exit_code == exit_codes.ERROR
+    assert "none.db: no such database" in done.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
 def test_dashboard_exits_0_when_stopped_and_1_when_it_cannot_start(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
