@@ -90,11 +90,11 @@ def _exit_code(exc: TunerError) -> int:
     return exit_codes.ERROR
 
 
-def _check_format(fmt: str, choices: Sequence[str]) -> None:
+def _check_format(fmt: str, choices: Sequence[str], option: str = "--format") -> None:
     """Refuse an unknown --format before any work (a benchmark takes minutes)."""
     if fmt not in choices:
         listed = " or ".join([", ".join(choices[:-1]), choices[-1]])
-        raise ConfigError(f"--format must be {listed}, not {fmt!r}")
+        raise ConfigError(f"{option} must be {listed}, not {fmt!r}")
 
 
 @app.command()
@@ -190,19 +190,26 @@ def best(
     study: StudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")
+        str,
+        typer.Option(
+            "--format", "-f", help="table, json, env, systemd, args, docker or vllm-config."
+        ),
     ] = "table",
+    which: Annotated[
+        str, typer.Option(help="What to deploy: recommended (simplest as good) or best.")
+    ] = "recommended",
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline.
 
     Exits 3 while the study has no answer yet (no completed trial).
     """
-    from tuner.views.best import FORMATS, best_report, print_best
+    from tuner.views.best import FORMATS, WHICH, best_report, print_best
     from tuner.views.study_access import resolve_study
 
     _check_format(fmt, FORMATS)
+    _check_format(which, WHICH, option="--which")
     result = best_report(storage, resolve_study(storage, study, space))
-    print_best(result, fmt, out, notes=err)
+    print_best(result, fmt, out, notes=err, which=which)
 
 
 @app.command("trials")
@@ -248,6 +255,20 @@ def compare(
     from tuner.views.study_access import resolve_study
 
     print_compare(storage, resolve_study(storage, study, space), a, b, out)
+
+
+@app.command("compare-studies")
+@handles_errors
+def compare_studies_cmd(
+    studies: Annotated[list[str], typer.Argument(help="Study names, in the order to show.")],
+    storage: StorageOpt = DEFAULT_STORAGE,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> None:
+    """Studies side by side: best single-stream and high-concurrency throughput, TTFT, energy."""
+    from tuner.views.compare_studies import compare_studies, print_comparison
+
+    _check_format(fmt, TABLE_OR_JSON)
+    print_comparison(compare_studies(storage, studies), fmt, out)
 
 
 @app.command()

@@ -46,7 +46,7 @@ def test_best_json_without_an_answer_prints_the_document_then_exits_3(tmp_path: 
     assert "no completed trial yet" in done.stderr
 
 
-@pytest.mark.parametrize("fmt", ["env", "systemd", "args"])
+@pytest.mark.parametrize("fmt", ["env", "systemd", "args", "docker", "vllm-config"])
 def test_best_has_nothing_to_deploy_without_an_answer(tmp_path: Path, fmt: str) -> None:
     storage = hand_study(tmp_path, [({}, None)])
     done = _invoke("best", "--storage", storage, "--format", fmt)
@@ -64,7 +64,10 @@ def test_best_with_an_answer_exits_0(tmp_path: Path) -> None:
     [
         (["check", "--space", "nowhere.yaml"], "table or json"),
         (["bench", "--url", "http://127.0.0.1:9"], "table or json"),
-        (["best", "--storage", "sqlite:///nowhere.db"], "table, json, env, systemd or args"),
+        (
+            ["best", "--storage", "sqlite:///nowhere.db"],
+            "table, json, env, systemd, args, docker or vllm-config",
+        ),
     ],
     ids=["check", "bench", "best"],
 )
@@ -74,6 +77,22 @@ def test_an_unknown_format_is_refused_before_any_work(command: list[str], listed
     done = _invoke(*command, "--format", "xml")
     assert done.exit_code == exit_codes.CONFIG == 2
     assert f"Error: --format must be {listed}, not 'xml'" in done.stderr
+
+
+def test_an_unknown_which_or_compare_format_is_refused_before_any_work() -> None:
+    done = _invoke("best", "--storage", "sqlite:///nowhere.db", "--which", "worst")
+    assert done.exit_code == exit_codes.CONFIG
+    assert "Error: --which must be recommended or best, not 'worst'" in done.stderr
+    done = _invoke("compare-studies", "a", "--storage", "sqlite:///nowhere.db", "-f", "xml")
+    assert done.exit_code == exit_codes.CONFIG
+    assert "Error: --format must be table or json, not 'xml'" in done.stderr
+
+
+def test_compare_studies_of_a_missing_database_exits_1(tmp_path: Path) -> None:
+    done = _invoke("compare-studies", "a", "--storage", f"sqlite:///{tmp_path}/none.db")
+    assert done.exit_code == exit_codes.ERROR
+    assert "none.db: no such database" in done.stderr
+    assert not (tmp_path / "none.db").exists()
 
 
 def test_dashboard_exits_0_when_stopped_and_1_when_it_cannot_start(

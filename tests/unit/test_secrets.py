@@ -198,7 +198,7 @@ def test_a_sweep_over_a_secret_param_stores_only_its_tag(tmp_path: Path) -> None
     assert answer.recommended is not None
     assert answer.recommended.params["token"] == REDACTED
     env_text = deployment_text(answer.recommended, "env")
-    assert f"OPENAI_API_KEY={REDACTED}" in env_text
+    assert f"OPENAI_API_KEY='{REDACTED}'" in env_text
     assert "# OPENAI_API_KEY: secret, not kept by tuner" in env_text
     assert MARKER not in deployment_text(answer.recommended, "systemd")
 

@@ -52,15 +52,21 @@ def test_a_confirmed_real_gain_is_recommended_with_its_deployment(tmp_path: Path
     assert rec.value == pytest.approx(88.15, abs=0.01)
     assert answer.gain_vs_baseline is not None and answer.gain_vs_baseline.verdict == "better"
     assert deployment_text(rec, "env").splitlines() == [
-        f"# tuner: trial {rec.trial}",
+        f"# tuner: trial {rec.trial} (recommended): an EnvironmentFile= for systemd, "
+        "or `set -a; . FILE` in a shell",
         "NCCL_PROTO=LL",
     ]
-    assert deployment_text(rec, "systemd").splitlines() == [
+    assert deployment_text(rec, "systemd").splitlines()[1:] == [
         "[Service]",
         'Environment="NCCL_PROTO=LL"',
-        "# append to ExecStart: -O3",
+        "# the space's server command with the settings appended; {port} is 8000 here "
+        "(the sweep chose a free port per launch): check it",
+        "ExecStart=",
+        "ExecStart=srv --port 8000 -O3",
     ]
     assert deployment_text(rec, "args") == "-O3"
+    assert deployment_text(rec, "docker") == "-e NCCL_PROTO=LL"
+    assert deployment_text(rec, "vllm-config").splitlines()[-1] == "optimization-level: 3"
 
     console = Console(record=True, width=200)
     print_best(answer, "json", console)
@@ -68,7 +74,7 @@ def test_a_confirmed_real_gain_is_recommended_with_its_deployment(tmp_path: Path
 
     console = Console(record=True, width=200)
     print_best(answer, "systemd", console)
-    assert console.export_text().splitlines()[1] == 'Environment="NCCL_PROTO=LL"'
+    assert console.export_text().splitlines()[2] == 'Environment="NCCL_PROTO=LL"'
 
 
 def test_simplest_equivalent_configuration_is_recommended(tmp_path: Path) -> None:
@@ -112,6 +118,7 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "trials",
         "keep_defaults",
         "gain_vs_baseline",
+        "deploy",
     ]
     entry_keys = ["trial", "trials", "config", "params", "env", "args", "value", "stderr"]
     entry_keys += ["interval", "launches"]
@@ -165,7 +172,7 @@ def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> No
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
     assert "NCCL_PROTO=LL compilation=3" in rows["recommended"]
     assert "(defaults)" in rows["baseline"]
-    assert "Deploy with:  tuner best --format env | systemd | args" in text
+    assert "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config" in text
 
 
 def test_unknown_study_and_format_errors_are_clear(tmp_path: Path) -> None:

@@ -219,6 +219,16 @@ class Store:
         with self.session() as s:
             return list(s.scalars(query))
 
+    def levels_of(self, launch_ids: Sequence[int]) -> list[LevelRow]:
+        """The levels of several launches in one query (a study's, for a summary)."""
+        if not launch_ids:
+            return []
+        query = (
+            select(LevelRow).where(LevelRow.launch_id.in_(list(launch_ids))).order_by(LevelRow.id)
+        )
+        with self.session() as s:
+            return list(s.scalars(query))
+
     def requests(self, level_id: int) -> list[RequestRow]:
         query = select(RequestRow).where(RequestRow.level_id == level_id).order_by(RequestRow.idx)
         with self.session() as s:

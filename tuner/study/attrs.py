@@ -37,6 +37,8 @@ SIMPLIFIED: Final = "tuner_simplified"
 STOP_REASON: Final = "stop_reason"
 STOP_DETAIL: Final = "stop_detail"
 NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
+LABEL: Final = "tuner_label"
+"""A name to show for the study beside others (`tuner compare-studies`); set by hand."""
 PLAN: Final = "tuner_plan"
 """The cost plan, said once after the baseline launches (tuner/study/plan.py, to_json)."""
 

@@ -24,11 +24,19 @@ from rich.table import Table
 
 from tuner import stats
 from tuner.errors import ConfigError, NoAnswerError
-from tuner.space.settings import changed_from_defaults, settings_from_params
+from tuner.space.model_limits import INSPECT_PORT, inspect_names
+from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
 from tuner.study.probing import ProbeSummary, probe_summary
-from tuner.views.deploy import DEPLOY_FORMATS, deployment_text, secret_args_notes
+from tuner.views.deploy import (
+    DEPLOY_FORMATS,
+    LINE_FORMATS,
+    WHICH,
+    deployment,
+    deployment_text,
+    line_notes,
+)
 from tuner.views.study_access import open_study
 
 FORMATS = ("table", "json", *DEPLOY_FORMATS)
@@ -54,6 +62,11 @@ class ConfigEntry:
     launches: int
     reason: str | None = None
     """Why it is recommended; set on the recommended entry only."""
+    command: tuple[str, ...] = ()
+    """The space's server command, placeholders filled, with ``args`` appended: what a
+    systemd drop-in runs (not in the JSON entry: see ``deploy`` of `tuner best -f json`)."""
+    command_note: str | None = None
+    """What in ``command`` the user should check (a port the sweep chose per launch)."""
 
     @property
     def changed(self) -> dict[str, Scalar]:
@@ -261,6 +274,12 @@ def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEn
     if config is None:
         return None
     settings = settings_from_params(space.spec, config.params)
+    server = space.spec.server
+    port = server.port if isinstance(server.port, int) else INSPECT_PORT
+    command = server_argv(server, settings, port=port, **inspect_names(space))
+    note = None
+    if server.port == "auto" and any("{port}" in a for a in server.command):
+        note = f"{{port}} is {port} here (the sweep chose a free port per launch): check it"
     return ConfigEntry(
         trial=config.trials[0] if config.trials else None,
         trials=tuple(config.trials),
@@ -272,6 +291,8 @@ def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEn
         stderr=config.estimate.se,
         interval=_interval(config, space.spec.stop.confidence),
         launches=len(config.launches),
+        command=tuple(command),
+        command_note=note,
     )
 
 
@@ -284,28 +305,40 @@ def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, 
 
 
 def print_best(
-    report: BestReport, fmt: str, console: Console, notes: Console | None = None
+    report: BestReport,
+    fmt: str,
+    console: Console,
+    notes: Console | None = None,
+    which: str = "recommended",
 ) -> None:
-    """Render ``report`` as one of FORMATS: a table, JSON, or the recommended deployment.
+    """Render ``report`` as one of FORMATS: a table, JSON, or a deployment of ``which``.
 
-    ``notes`` (stderr) gets what must not be pasted with ``--format args``: which of its
-    values are secrets to fill in. A study without an answer yet raises NoAnswerError
-    (exit 3), in JSON after the document: its null entries and trial counts are part of
-    the contract.
+    ``which`` (one of WHICH) picks the configuration a deployment format prints: the
+    recommended one or the best. ``notes`` (stderr) gets what must not be pasted with a
+    one-line format (args, docker): which of its values are secrets to fill in. A study
+    without an answer yet raises NoAnswerError (exit 3), in JSON after the document: its
+    null entries and trial counts are part of the contract.
     """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if which not in WHICH:
+        raise ConfigError(f"--which {which!r}: use one of {', '.join(WHICH)}")
     rec = report.recommended
+    chosen = report.best if which == "best" else rec
     if fmt == "json":
-        console.print_json(json.dumps(report.to_json(), default=str))
-    if report.best is None or rec is None:
+        document = report.to_json()
+        if chosen is not None:
+            document["deploy"] = deployment(chosen, which).to_json()
+        console.print_json(json.dumps(document, default=str))
+    if report.best is None or rec is None or chosen is None:
         raise NoAnswerError(no_answer_sentence(report))
     if fmt == "json":
         return
     if fmt in DEPLOY_FORMATS:
-        console.print(deployment_text(rec, fmt), highlight=False, markup=False, soft_wrap=True)
-        if fmt == "args" and notes is not None:
-            for note in secret_args_notes(rec):
+        text = deployment_text(chosen, fmt, which)
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+        if fmt in LINE_FORMATS and notes is not None:
+            for note in line_notes(chosen, fmt):
                 notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         return
     console.print(_best_table(report))
@@ -316,7 +349,9 @@ def print_best(
         if report.could_have_missed is not None:
             console.print(report.could_have_missed.text, highlight=False)
         if not report.keep_defaults:
-            console.print("Deploy with:  tuner best --format env | systemd | args")
+            console.print(
+                "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
+            )
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
