@@ -1,7 +1,7 @@
 """Quoting a value for each place a deployment goes: a shell, a systemd unit, an env file.
 
 Each function returns text that the format's own parser reads back as the exact value
-(tests/unit/test_deploy_quoting.py parses every one back: bash, shlex, systemd itself).
+(tests/unit/test_deploy_formats.py parses every one back: bash, shlex, systemd itself).
 A value with a control character (a newline above all) is refused by
 ``check_deployable``: an env file and a unit file hold one setting per line, and no
 NCCL variable or vLLM flag needs one.
