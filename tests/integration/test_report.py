@@ -228,6 +228,7 @@ def test_optuna_dashboard_lists_the_study_its_trials_attrs_and_the_report(
             assert {attrs.PARAMS, attrs.ROLE} <= keys, (trial["number"], keys)
             if trial["state"] in ("Complete", "Pruned", "Fail"):
                 assert attrs.VERDICT in keys, (trial["number"], keys)
+        assert "**Answer:**" in detail["note"]["body"]  # the study's note: answer, verdicts
         [artifact] = detail["artifacts"]
         assert artifact["mimetype"] == "text/html"
         served = httpx.get(f"{base}/artifacts/{study['study_id']}/{artifact['artifact_id']}")
