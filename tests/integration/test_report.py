@@ -34,8 +34,8 @@ ARTIFACTS = Path(
 )
 EXPECTED_CHARTS = {"history", "effects", "throughput", "ttft", "tpot", "telemetry-0", "timing"}
 
-# Run in the page after its load: every chart's size, drawn marks and text boxes that
-# overlap (1 px of slack), the sections, and the verdict.
+# Run in the page after its load: every chart's size, drawn marks, text boxes that overlap
+# each other or cross the chart's edge (1 px of slack), the sections, and the verdict.
 DOM_CHECK = """(() => {
   const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 &&
                         a.top < b.bottom - 1 && b.top < a.bottom - 1;
@@ -44,6 +44,9 @@ DOM_CHECK = """(() => {
     const texts = [...svg.querySelectorAll('text')]
       .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
     const overlaps = [];
+    for (const [text, b] of texts)  // a label cut off at the chart's edge
+      if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1 ||
+          b.bottom > box.bottom + 1) overlaps.push(text + ' / the edge');
     for (let i = 0; i < texts.length; i++)
       for (let j = i + 1; j < texts.length; j++)
         if (hit(texts[i][1], texts[j][1])) overlaps.push(texts[i][0] + ' / ' + texts[j][0]);
@@ -160,7 +163,7 @@ def test_the_report_renders_in_chromium_without_errors_or_requests(
     names = {c["name"] for c in dom["charts"]}
     assert names >= EXPECTED_CHARTS, names
     for chart in dom["charts"]:
-        assert chart["width"] > 200 and chart["height"] > 100, chart
+        assert chart["width"] > 400 and chart["height"] > 100, chart
         assert chart["marks"] > 0, chart  # something drawn, not only axes
         assert chart["labels"] > 2, chart  # ticks and titles
         assert chart["overlaps"] == [], chart

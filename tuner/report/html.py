@@ -25,6 +25,7 @@ h1{font-size:1.6em;margin:0.2em 0}h2{font-size:1.25em;margin:1.6em 0 0.4em;
 .verdict{font-size:1.12em;background:#f2f7fb;border-left:5px solid #0072B2;
  padding:10px 14px;margin:12px 0}
 .grid2{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}
+.grid2>figure.chart-box{width:520px}
 figure.chart-box{margin:8px 0 16px;max-width:100%}
 figcaption{font-weight:600;margin-bottom:4px}
 svg.chart{max-width:100%;height:auto;font-size:12px;display:block}

@@ -19,7 +19,7 @@ CHAR_WIDTH = 0.62
 """Width of one character in ems, generous for the sans-serif fonts of a browser."""
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#444444")
 """Okabe-Ito colours: told apart with the common colour-vision deficiencies."""
-WIDTH = 660
+WIDTH = 900
 """Width of a full-row chart, in px; charts two to a row use HALF_WIDTH."""
 HALF_WIDTH = 520
 
@@ -29,8 +29,24 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+NARROW = frozenset("ijlt.,:;|!'()[] ")
+WIDE = frozenset("MWmw%@")
+
+
 def text_width(text: str, size: float = FONT) -> float:
-    return len(text) * size * CHAR_WIDTH
+    """A generous estimate of the rendered width (capitals and digits are wide in DejaVu
+    Sans, the usual fallback font): labels are laid out by it, so it errs on the wide side."""
+    ems = 0.0
+    for char in text:
+        if char in NARROW:
+            ems += 0.36
+        elif char in WIDE:
+            ems += 0.95
+        elif char.isupper() or char.isdigit() or char in "_=+-":
+            ems += 0.74
+        else:
+            ems += CHAR_WIDTH
+    return ems * size
 
 
 def color(index: int) -> str:
