@@ -184,3 +184,20 @@ def test_ticks_are_round_numbers_inside_the_range() -> None:
     values, step = svg.ticks(0.3, 9.7)
     assert step == 2 and values == [2, 4, 6, 8]
     assert svg.number(12345.0) == "12.3k" and svg.number(0.25, 0.05) == "0.25"
+
+
+def test_confirmations_and_pruned_launches_are_marked_in_the_history() -> None:
+    from tuner.report.charts import history_chart
+    from tuner.report.data import HistoryPoint, NoiseBand
+
+    points = [
+        HistoryPoint(0, "baseline", "complete", 100.0, 0.5, "defaults"),
+        HistoryPoint(1, "search", "complete", 108.0, 0.4, "NCCL_PROTO=LL"),
+        HistoryPoint(2, "confirm", "complete", 107.5, 0.4, "NCCL_PROTO=LL"),
+        HistoryPoint(3, "search", "pruned", 80.0, None, "compilation=0"),
+    ]
+    page = history_chart(points, NoiseBand(100.0, 98.0, 102.0, 0.01), "output_throughput", "max")
+    assert "confirmation (a launch again)" in page and "pruned (fewer rounds)" in page
+    chart = page[page.index('<svg class="chart"') : page.index("</svg>")]
+    assert chart.count('class="mark"') == 4 and 'fill="white"' in chart  # the pruned one hollow
+    assert "±1.0% per launch" in page

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import optuna
+
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, FAILED_REASON, hand_study
 from tuner.study import analysis, attrs, verdicts
 from tuner.views.study_access import open_study
@@ -34,3 +36,24 @@ def test_the_study_carries_the_answer_and_every_verdict(tmp_path: Path) -> None:
     assert set(stored[attrs.VERDICTS]) == {"0", "1", "2", "3"}
     assert stored[attrs.VERDICT] == result.recommendation().reason  # type: ignore[union-attr]
     assert verdicts.measured_verdict(result, "no-such-config") is None
+
+
+def test_a_sweep_leaves_every_verdict_and_names_its_objective(tmp_path: Path) -> None:
+    """The end of `tuner run` (the controller's finish) writes what optuna-dashboard shows."""
+    from tests.unit.test_sweep_decisions import _sweep
+
+    _, runner, storage = _sweep(
+        tmp_path, lambda p: 108.0 if p["NCCL_PROTO"] == "LL" else 100.0, trials=30
+    )
+    study = optuna.load_study(study_name="d", storage=storage)
+    assert study.metric_names == ["output_throughput"]
+    trials = study.get_trials()
+    assert set(study.user_attrs[attrs.VERDICTS]) == {str(t.number) for t in trials}
+    assert "recommended" in " ".join(study.user_attrs[attrs.VERDICTS].values())
+    assert study.user_attrs[attrs.VERDICT]
+    launched = [t for t in trials if t.user_attrs.get(attrs.LAUNCHED)]
+    assert len(launched) == len(runner.launched)
+    for trial in trials:  # each says against the defaults, or why it has no measurement
+        assert trial.user_attrs.get(attrs.VERDICT), (trial.number, trial.user_attrs)
+    better = [t for t in launched if str(t.user_attrs[attrs.VERDICT]).endswith(": better")]
+    assert better and all(t.user_attrs[attrs.PARAMS]["NCCL_PROTO"] == "LL" for t in better)
