@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -24,8 +25,9 @@ import pytest
 
 from tests.browser import find_chromium, load_page
 from tests.integration.sweep_helpers import write_space
+from tuner.storage import Store
 from tuner.study import attrs
-from tuner.views.report import artifact_dir, report_artifacts
+from tuner.views.report import artifact_dir, report_artifacts, write_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -168,6 +170,50 @@ def test_the_report_renders_in_chromium_without_errors_or_requests(
         assert chart["labels"] > 2, chart  # ticks and titles
         assert chart["overlaps"] == [], chart
     assert loaded.screenshot.startswith(b"\x89PNG")
+
+
+def test_gpu_telemetry_renders_as_power_clock_and_utilisation_charts(
+    study_dir: Path, tmp_path: Path
+) -> None:
+    """No GPU here: the study's copy gets two GPUs' samples as NVML would give them."""
+    chromium = find_chromium()
+    if chromium is None:
+        pytest.skip("no chromium on PATH (Debian: apt-get install chromium; CI installs it)")
+    with (
+        sqlite3.connect(study_dir / "experiments.db") as source,
+        sqlite3.connect(tmp_path / "gpu.db") as copy,
+    ):
+        source.backup(copy)  # the WAL's pages too, unlike a file copy
+    storage = f"sqlite:///{tmp_path}/gpu.db"
+    store = Store(storage)
+    for launch in store.launches("fast"):
+        store.add_samples(
+            launch.id,
+            [
+                {
+                    "kind": "gpu",
+                    "time_s": 1000.0 + t * 0.5,
+                    "gpu_index": gpu,
+                    "data": {
+                        "power_w": 250.0 + 100 * (t % 7) / 7 + 10 * gpu,
+                        "sm_clock_mhz": 1980.0 - 5 * (t % 3),
+                        "util_pct": 95.0 if t > 4 else 10.0,
+                    },
+                }
+                for t in range(60)
+                for gpu in (0, 1)
+            ],
+        )
+    page = write_report(storage, "fast", tmp_path / "gpu.html")
+    text = page.read_text()
+    assert "GPU power, clocks and utilisation" in text and "Host CPU" not in text
+    loaded = load_page(chromium, page.as_uri(), check=DOM_CHECK, profile=tmp_path / "p")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "report-gpu.png").write_bytes(loaded.screenshot)
+    assert loaded.console == [] and loaded.exceptions == [] and loaded.failed == []
+    charts = {c["name"]: c for c in loaded.dom["charts"]}
+    for name in ("telemetry-0", "telemetry-1", "telemetry-2"):
+        assert charts[name]["marks"] > 0 and charts[name]["overlaps"] == [], charts[name]
 
 
 def test_the_browser_check_sees_a_request_and_a_console_error(tmp_path: Path) -> None:

@@ -201,3 +201,10 @@ def test_confirmations_and_pruned_launches_are_marked_in_the_history() -> None:
     chart = page[page.index('<svg class="chart"') : page.index("</svg>")]
     assert chart.count('class="mark"') == 4 and 'fill="white"' in chart  # the pruned one hollow
     assert "±1.0% per launch" in page
+
+
+def test_axes_end_on_a_labelled_tick() -> None:
+    assert svg.nice_range((0.0, 99.75)) == (0.0, 100.0)
+    lo, hi = svg.nice_range((57.3, 83.1))
+    assert (lo, hi) == (50.0, 90.0)  # steps of 10 for a span of about 26
+    assert svg.ticks(lo, hi)[0][-1] == hi  # the top of the axis has its label

@@ -39,7 +39,7 @@ def history_chart(
     y_all = values + [e for pair in errs for e in pair]
     if band is not None:
         y_all += [band.low, band.high]
-    y_lo, y_hi = svg.padded_range(y_all)
+    y_lo, y_hi = svg.nice_range(svg.padded_range(y_all))
     x_lo, x_hi = svg.padded_range([float(p.trial) for p in points] or [0.0])
     y_ticks = svg.y_axis_ticks(y_lo, y_hi)
     frame = svg.frame_for((x_lo, x_hi), (y_lo, y_hi), y_labels=[s for _, s in y_ticks])
@@ -206,7 +206,7 @@ def _xy_chart(
 ) -> str:
     """Lines over concurrency levels; a log axis when they span 4x or more."""
     ys = [y for *_, pts in lines for _, y in pts]
-    y_lo, y_hi = svg.padded_range(ys, include_zero=True)
+    y_lo, y_hi = svg.nice_range(svg.padded_range(ys, include_zero=True))
     y_ticks = svg.y_axis_ticks(y_lo, y_hi)
     lo, hi = min(x_levels), max(x_levels)
     log = lo > 0 and hi / lo >= 4
@@ -236,7 +236,7 @@ def telemetry_chart_html(chart: TelemetryChart, index: int) -> str:
     xs = [x for s in chart.series for x, _ in s.points]
     ys = [y for s in chart.series for _, y in s.points]
     x_lo, x_hi = svg.padded_range(xs, include_zero=True)
-    y_lo, y_hi = svg.padded_range(ys, include_zero=True)
+    y_lo, y_hi = svg.nice_range(svg.padded_range(ys, include_zero=True))
     y_ticks = svg.y_axis_ticks(y_lo, y_hi)
     frame = svg.frame_for(
         (x_lo, x_hi),
@@ -334,7 +334,7 @@ def pareto_chart(data: Pareto) -> str:
     (x_name, y_name), (x_dir, y_dir) = data.names, data.directions
     title = f"Pareto front: {x_name} ({x_dir}) against {y_name} ({y_dir})"
     x_lo, x_hi = svg.padded_range([p.x for p in data.points])
-    y_lo, y_hi = svg.padded_range([p.y for p in data.points])
+    y_lo, y_hi = svg.nice_range(svg.padded_range([p.y for p in data.points]))
     y_ticks = svg.y_axis_ticks(y_lo, y_hi)
     frame = svg.frame_for((x_lo, x_hi), (y_lo, y_hi), y_labels=[s for _, s in y_ticks])
     body = [

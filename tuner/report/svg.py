@@ -83,6 +83,13 @@ def padded_range(values: Sequence[float], *, include_zero: bool = False) -> tupl
     return lo_p, hi_p
 
 
+def nice_range(limits: tuple[float, float], count: int = 5) -> tuple[float, float]:
+    """``limits`` widened to whole tick steps, so the top and bottom of an axis are labelled."""
+    lo, hi = limits
+    step = nice_step(hi - lo, count)
+    return math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+
+
 def ticks(lo: float, hi: float, count: int = 5) -> tuple[list[float], float]:
     step = nice_step(hi - lo, count)
     first = math.ceil(lo / step - 1e-9) * step
