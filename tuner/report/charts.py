@@ -235,7 +235,7 @@ def telemetry_chart_html(chart: TelemetryChart, index: int) -> str:
     title = f"{chart.title} over the benchmark ({chart.unit})"
     xs = [x for s in chart.series for x, _ in s.points]
     ys = [y for s in chart.series for _, y in s.points]
-    x_lo, x_hi = svg.padded_range(xs, include_zero=True)
+    x_lo, x_hi = 0.0, (max(xs) * 1.02 if xs and max(xs) > 0 else 1.0)  # time starts at 0
     y_lo, y_hi = svg.nice_range(svg.padded_range(ys, include_zero=True))
     y_ticks = svg.y_axis_ticks(y_lo, y_hi)
     frame = svg.frame_for(
