@@ -278,5 +278,5 @@ def run_trial(
 def _not_launched(trial: optuna.Trial, reason: str) -> NoReturn:
     trial.set_user_attr(attrs.LAUNCHED, False)
     trial.set_user_attr(attrs.REASON, reason)
-    trial.set_user_attr(attrs.VERDICT, f"not launched: {reason}")
+    trial.set_user_attr(attrs.VERDICT, reason)  # every such reason ends "not launched"
     raise optuna.TrialPruned(reason)
