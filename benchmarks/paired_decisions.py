@@ -64,9 +64,10 @@ def main(root: Path, studies: int, noise: float) -> None:
 
     except ImportError:  # the layout before the restructuring (issue 11)
         from tuner.config import load_space  # type: ignore[no-redef]
-        from tuner.report import best_report  # type: ignore[no-redef]
         from tuner.store import Store  # type: ignore[no-redef]
         from tuner.sweep import run_sweep  # type: ignore[no-redef]
+
+        from tuner.report import best_report  # type: ignore[no-redef]
 
         def recommended(storage: str) -> dict[str, Any]:
             entry = best_report(storage, "p").get("recommended")  # type: ignore[attr-defined]

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up the project in .venv (if needed), run the demo sweep against the simulated
-# vLLM server, and print the answer. Writes experiments.db and tuner-runs/ here.
+# vLLM server, print the answer and write the HTML report. Writes experiments.db,
+# tuner-runs/, report.html and experiments-artifacts/ (the report for optuna-dashboard) here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,3 +12,4 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
 .venv/bin/tuner run --space search_spaces/sim.yaml --trials "${TRIALS:-20}" "$@"
 .venv/bin/tuner best --space search_spaces/sim.yaml
+.venv/bin/tuner report --space search_spaces/sim.yaml --out report.html

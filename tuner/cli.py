@@ -212,6 +212,35 @@ def best(
     print_best(result, fmt, out, notes=err, which=which)
 
 
+@app.command()
+@handles_errors
+def report(
+    space: OptSpaceOpt = None,
+    study: StudyOpt = None,
+    storage: StorageOpt = DEFAULT_STORAGE,
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path(
+        "report.html"
+    ),
+    artifacts: Annotated[
+        Path | None,
+        typer.Option(
+            help="optuna artifact folder for optuna-dashboard (default: beside the database)."
+        ),
+    ] = None,
+) -> None:
+    """One self-contained HTML report of the study (opens offline), also for optuna-dashboard.
+
+    Exits 3 while the study has no completed trial.
+    """
+    from tuner.views.report import publish, write_report
+    from tuner.views.study_access import resolve_study
+
+    name = resolve_study(storage, study, space)
+    written = write_report(storage, name, out_file)
+    publish(storage, name, written, artifacts)
+    out.print(f"Report written to {written}; `tuner dashboard` links to it too.", highlight=False)
+
+
 @app.command("trials")
 @handles_errors
 def trials_cmd(
@@ -293,11 +322,16 @@ def cleanup(
 def dashboard(
     storage: StorageOpt = DEFAULT_STORAGE,
     port: Annotated[int, typer.Option(help="Port of the dashboard on 127.0.0.1.")] = 8080,
+    artifacts: Annotated[
+        Path | None,
+        typer.Option(help="optuna artifact folder (default: beside the database)."),
+    ] = None,
 ) -> None:
-    """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]')."""
+    """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]'), with the
+    HTML report of `tuner report` among its artifacts."""
     from tuner.views.dashboard import run_dashboard
 
-    raise typer.Exit(run_dashboard(storage, port))
+    raise typer.Exit(run_dashboard(storage, port, artifacts))
 
 
 @app.command()

@@ -8,8 +8,8 @@ code      meaning
 1         tuner could not do it: the database, a server that cannot be stopped, a bug
 2         bad input: the space file or an option is wrong (``--format xml``), or
           ``tuner check`` found errors (typer's own usage errors are 2 as well)
-3         no answer: ``tuner run`` saw every launch fail; ``tuner best`` found no
-          completed trial yet (see ``tuner trials``)
+3         no answer: ``tuner run`` saw every launch fail; ``tuner best`` or
+          ``tuner report`` found no completed trial yet (see ``tuner trials``)
 129       stopped by SIGHUP (128 + 1): the terminal closed; the study resumes
 130       interrupted by Ctrl-C (SIGINT); the study resumes with the same command
 143       stopped by SIGTERM (128 + 15): a batch scheduler (Slurm, Kubernetes) or ``kill``

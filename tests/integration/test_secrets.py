@@ -100,6 +100,7 @@ def test_no_secret_is_written_or_printed_and_the_server_gets_it(tmp_path: Path, 
         ("show", "0"),
         ("show", "1"),
         ("check", "--space", space.name),
+        ("report", "--out", "report.html"),  # the HTML report and its optuna artifact
     ):
         done = tuner(*args)
         assert done.returncode == 0, (args, done.stdout, done.stderr)

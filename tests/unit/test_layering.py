@@ -16,6 +16,7 @@ import tuner
 LAYER = {
     "cli": 6,
     "views": 5,
+    "report": 5,
     "bench_command": 5,
     "study": 4,
     "trial": 3,

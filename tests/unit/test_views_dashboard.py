@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
+from optuna.artifacts import FileSystemArtifactStore
 
 from tuner.errors import ConfigError
 from tuner.views import dashboard
@@ -27,4 +29,21 @@ def test_the_dashboard_runs_in_process_on_localhost_only(monkeypatch: pytest.Mon
     fake.run_server = lambda storage, **kw: ran.append((storage, kw))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "optuna_dashboard", fake)
     dashboard.run_dashboard("postgresql://u:hunter2@db/x", 8123)
-    assert ran == [("postgresql://u:hunter2@db/x", {"host": "127.0.0.1", "port": 8123})]
+    assert ran == [
+        ("postgresql://u:hunter2@db/x", {"host": "127.0.0.1", "port": 8123, "artifact_store": None})
+    ]
+
+
+def test_the_artifact_folder_beside_the_database_is_served(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`tuner report` uploads the report there; the dashboard links to it."""
+    ran: list[dict[str, Any]] = []
+    fake = types.ModuleType("optuna_dashboard")
+    fake.run_server = lambda storage, **kw: ran.append(kw)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "optuna_dashboard", fake)
+    (tmp_path / "experiments-artifacts").mkdir()
+    dashboard.run_dashboard(f"sqlite:///{tmp_path}/experiments.db", 8123)
+    store = ran[0]["artifact_store"]
+    assert isinstance(store, FileSystemArtifactStore)
+    assert Path(store._base_path) == tmp_path / "experiments-artifacts"

@@ -24,6 +24,9 @@ WORKER: Final = "tuner_worker"
 PROPOSER: Final = "tuner_proposer"
 """Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
+VERDICT: Final = "tuner_verdict"
+"""Of a trial: its launch against the defaults when it was measured (study/verdicts.py).
+Of the study: the answer in one sentence, as of the end of `tuner run` or `tuner report`."""
 # The headline metrics of the objective's level (``LaunchOutcome.headline``, named in
 # tuner/trial/runner.py HEADLINE_METRICS) are trial attrs too, for optuna-dashboard.
 
@@ -39,6 +42,10 @@ STOP_DETAIL: Final = "stop_detail"
 NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
 LABEL: Final = "tuner_label"
 """A name to show for the study beside others (`tuner compare-studies`); set by hand."""
+VERDICTS: Final = "tuner_verdicts"
+"""Of the study: every trial's final verdict by trial number (study/verdicts.py)."""
+REPORT_ARTIFACT: Final = "tuner_report_artifact"
+"""Of the study: the optuna artifact id of the latest HTML report (`tuner report`)."""
 PLAN: Final = "tuner_plan"
 """The cost plan, said once after the baseline launches (tuner/study/plan.py, to_json)."""
 

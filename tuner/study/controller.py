@@ -27,7 +27,7 @@ from tuner.events import SweepObserver
 from tuner.space.settings import changed_from_defaults, settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility, plan, queue, search
+from tuner.study import analysis, attrs, futility, plan, queue, search, verdicts
 from tuner.study.probing import SweepProbe
 from tuner.trial.runner import PruneCheck
 
@@ -158,6 +158,8 @@ class SweepController:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
         study.set_user_attr(attrs.STOP_REASON, reason)
         study.set_user_attr(attrs.STOP_DETAIL, detail)
+        # Every trial's verdict from the whole study, for optuna-dashboard.
+        verdicts.record_final(study, analysis.analyze(self.store, self.space))
 
     def queue_confirmations(
         self, study: optuna.Study, result: analysis.StudyAnalysis | None = None

@@ -30,7 +30,7 @@ from tuner.space import model_limits
 from tuner.space.settings import violated_constraints
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, queue
+from tuner.study import analysis, attrs, queue, verdicts
 from tuner.study.controller import SweepController
 from tuner.study.probing import ProbeRunner, SweepProbe
 from tuner.study.recovery import recover_interrupted, worker_id
@@ -55,8 +55,10 @@ def open_study(
     name: str,
     direction: stats.Direction,
     seed: int | None,
+    metric: str | None = None,
 ) -> optuna.Study:
-    """Create or load the optuna study; TPE seeded, our own stop logic."""
+    """Create or load the optuna study; TPE seeded, our own stop logic; the objective named
+    ``metric`` (optuna-dashboard shows the name instead of "Objective 0")."""
     with warnings.catch_warnings():
         # multivariate TPE models interactions (NCCL_PROTO x channels); optuna still
         # labels it experimental, which is noise for our users.
@@ -66,13 +68,15 @@ def open_study(
         )
     for attempt in range(3):
         try:
-            return optuna.create_study(
+            study = optuna.create_study(
                 storage=storage,
                 study_name=name,
                 direction=direction,
                 sampler=sampler,
                 load_if_exists=True,
             )
+            name_objective(study, metric)
+            return study
         except sqlalchemy.exc.IntegrityError:
             # Workers starting together on a fresh PostgreSQL race to create optuna's
             # tables; the loser retries and finds them made.
@@ -80,6 +84,15 @@ def open_study(
                 raise
             time.sleep(0.5 + random.random())
     raise AssertionError("unreachable")
+
+
+def name_objective(study: optuna.Study, metric: str | None) -> None:
+    """Name the study's objective after its metric, once (a stored name is kept)."""
+    if metric is None or study.metric_names is not None:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names([metric])
 
 
 def run_sweep(
@@ -114,7 +127,7 @@ def run_sweep(
     space_text = redact_space_text(space.path.read_text())
     store.ensure_study(name, space_path=str(space.path), space_text=space_text)
     optuna_storage = open_storage(storage)
-    study = open_study(optuna_storage, name, spec.direction, seed)
+    study = open_study(optuna_storage, name, spec.direction, seed, spec.objective.metric)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
     recover_interrupted(study, optuna_storage, store, observer)
     if preflight and runner is None:
@@ -234,7 +247,9 @@ def run_trial(
             prune_check=prune_check,
         )
     except (LaunchError, BenchmarkError) as exc:
-        trial.set_user_attr(attrs.REASON, getattr(exc, "reason", None) or str(exc))
+        reason = getattr(exc, "reason", None) or str(exc)
+        trial.set_user_attr(attrs.REASON, reason)
+        trial.set_user_attr(attrs.VERDICT, f"failed: {reason}")
         raise
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP as Terminated
         trial.set_user_attr(
@@ -249,11 +264,19 @@ def run_trial(
         trial.set_user_attr(attrs.SECONDS_TO_HEALTHY, round(outcome.seconds_to_healthy, 2))
     if outcome.pruned_reason:
         trial.set_user_attr(attrs.REASON, outcome.pruned_reason)
+        trial.set_user_attr(attrs.VERDICT, outcome.pruned_reason)  # "pruned after ..."
         raise optuna.TrialPruned(outcome.pruned_reason)
+    # The launch row is complete: the study's analysis now counts it.
+    verdict = verdicts.measured_verdict(
+        analysis.analyze(controller.store, space), settings.config_hash
+    )
+    if verdict is not None:
+        trial.set_user_attr(attrs.VERDICT, verdict)
     return outcome.mean
 
 
 def _not_launched(trial: optuna.Trial, reason: str) -> NoReturn:
     trial.set_user_attr(attrs.LAUNCHED, False)
     trial.set_user_attr(attrs.REASON, reason)
+    trial.set_user_attr(attrs.VERDICT, reason)  # every such reason ends "not launched"
     raise optuna.TrialPruned(reason)

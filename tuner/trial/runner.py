@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,14 +297,18 @@ class TrialRunner:
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
         window = monitor.level()
+        started = time.monotonic()
         result = bench.measure_level(base_url, load, round_index=round_index)
+        # The level's wall time: its measured window plus the warm-up and connection setup
+        # before it (the report's time per launch tells them apart).
+        wall_s = time.monotonic() - started
         summary = summarize(result, max_error_rate=self.spec.benchmark.max_error_rate)
         seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
         flags = [f for f in (summary.flagged, seen.warning) if f]
         self.store.add_level(
             launch_id,
             round_index=round_index,
-            summary={**summary.to_dict(), "host": seen.host},
+            summary={**summary.to_dict(), "host": seen.host, "wall_s": wall_s},
             requests=[request_row(r) for r in result.records],
             server_metrics=seen.server_metrics,
             gpu_summary=seen.gpu,

@@ -7,6 +7,7 @@ visible to every user of the machine (``ps``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 from tuner.errors import ConfigError, TunerError
@@ -22,17 +23,27 @@ def _optuna_dashboard() -> ModuleType:
     return optuna_dashboard
 
 
-def run_dashboard(storage: str, port: int) -> int:
+def run_dashboard(storage: str, port: int, artifacts: Path | None = None) -> int:
     """Run optuna-dashboard on ``storage`` until the user stops it (Ctrl-C); its exit code.
 
     In this process rather than as a command, so that the storage URL (and a password in
-    it) never sits on a command line other users can read with ``ps``. A server that
+    it) never sits on a command line other users can read with ``ps``. The artifact
+    folder (``artifacts``, else the storage's: tuner/views/report.artifact_dir) is served
+    too, so the dashboard links to the HTML report `tuner report` uploaded. A server that
     cannot start (the port is taken) is an error, exit 1.
     """
     dashboard = _optuna_dashboard()
+    from optuna.artifacts import FileSystemArtifactStore
+
+    from tuner.views.report import artifact_dir
+
+    folder = artifacts or artifact_dir(storage)
+    store = FileSystemArtifactStore(str(folder)) if folder.is_dir() else None
     print(f"optuna-dashboard on http://127.0.0.1:{port}/ (Ctrl-C to stop)", flush=True)
+    if store is None:
+        print(f"no artifact folder at {folder}: run `tuner report` to add the report", flush=True)
     try:
-        dashboard.run_server(storage, host="127.0.0.1", port=port)
+        dashboard.run_server(storage, host="127.0.0.1", port=port, artifact_store=store)
     except OSError as exc:
         raise TunerError(f"optuna-dashboard could not start on 127.0.0.1:{port}: {exc}") from exc
     return 0

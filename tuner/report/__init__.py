@@ -1,0 +1,1 @@
+"""`tuner report`: one self-contained HTML file of a study (docs/report.md)."""
