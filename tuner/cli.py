@@ -227,6 +227,10 @@ def report(
             help="optuna artifact folder for optuna-dashboard (default: beside the database)."
         ),
     ] = None,
+    compare: Annotated[
+        list[str] | None,
+        typer.Option(help="Another study of the storage to show beside it (repeatable)."),
+    ] = None,
 ) -> None:
     """One self-contained HTML report of the study (opens offline), also for optuna-dashboard.
 
@@ -236,7 +240,7 @@ def report(
     from tuner.views.study_access import resolve_study
 
     name = resolve_study(storage, study, space)
-    written = write_report(storage, name, out_file)
+    written = write_report(storage, name, out_file, compare or ())
     publish(storage, name, written, artifacts)
     out.print(f"Report written to {written}; `tuner dashboard` links to it too.", highlight=False)
 

@@ -78,3 +78,18 @@ def test_two_sweeps_side_by_side_as_a_table_and_json(tmp_path: Path) -> None:
 
     missing = _tuner("compare-studies", "alpha", "gamma", cwd=tmp_path)
     assert missing.returncode == 1 and "'gamma'" in missing.stderr
+
+    # The same table in the HTML report of alpha, beside beta.
+    page = tmp_path / "report.html"
+    done = _tuner(
+        "report", "--study", "alpha", "--compare", "beta", "--out", str(page), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    section = html[html.index('<section id="studies">') :]
+    section = section[: section.index("</section>")]
+    assert "Studies side by side" in section
+    for line in document["studies"]:
+        assert f"<td>{line['label']}</td>" in section
+        assert f"{line['single_stream']['output_throughput']:,.1f}" in section
+        assert f"{line['high_concurrency']['output_throughput']:,.1f}" in section

@@ -5,8 +5,9 @@ launches with the baseline's noise band, each setting's effect from the search's
 (study/search.EffectModel), throughput and latency per concurrency for the baseline,
 best and recommended configurations, their telemetry over time (GPU when it was
 sampled, host otherwise), the time each launch spent loading, warming up and
-benchmarking, the failures, and a Pareto front only for a study with several
-objectives. Every value is read from the store, where secrets are already redacted.
+benchmarking, the failures, a Pareto front only for a study with several
+objectives, and, when asked, the study beside others (views/compare_studies). Every
+value is read from the store, where secrets are already redacted.
 The renderer (tuner/report/html.py) draws this data and computes nothing.
 """
 
@@ -29,6 +30,7 @@ from tuner.space.settings import changed_from_defaults
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import analysis, attrs, search
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
+from tuner.views.compare_studies import StudiesComparison, compare_studies
 from tuner.views.study_access import open_study
 
 EFFECT_SEED = 0
@@ -153,10 +155,13 @@ class ReportData:
     timings: tuple[LaunchTiming, ...]
     failures: tuple[Failure, ...]
     pareto: Pareto | None
+    studies: StudiesComparison | None = None
+    """This study beside others (`tuner report --compare B C`), as compare-studies has it."""
 
 
-def build_report(storage: str, study: str) -> ReportData:
-    """The report's data for ``study``; NoAnswerError (exit 3) without a completed trial."""
+def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> ReportData:
+    """The report's data for ``study`` (beside the studies ``compare`` names, if any);
+    NoAnswerError (exit 3) without a completed trial."""
     answer = best_report(storage, study)
     if answer.trials.complete == 0:
         raise NoAnswerError(no_answer_sentence(answer))
@@ -179,6 +184,7 @@ def build_report(storage: str, study: str) -> ReportData:
         timings=timings(opened.store, launches),
         failures=failures(trials, launches),
         pareto=pareto(opened.optuna_study),
+        studies=compare_studies(storage, [study, *compare]) if compare else None,
     )
 
 

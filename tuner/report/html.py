@@ -14,6 +14,7 @@ from tuner.report import charts
 from tuner.report.data import ConfigCurve, Effect, Failure, LaunchTiming, ReportData
 from tuner.report.svg import esc
 from tuner.views.best import ConfigEntry
+from tuner.views.compare_studies import LevelBest, StudiesComparison
 from tuner.views.deploy import deployment_text
 
 STYLE = """
@@ -111,6 +112,10 @@ def render(data: ReportData) -> str:
             "No trial failed or was pruned.",
         ),
     ]
+    if data.studies is not None:
+        sections.append(
+            _section("studies", "Studies side by side", _studies_table(data.studies), "")
+        )
     title = f"tuner report: {answer.study}"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -236,4 +241,47 @@ def _failures_table(failures: Sequence[Failure]) -> str:
     return (
         '<table id="failure-table"><tr><th>trial</th><th>state</th><th>role</th>'
         "<th>launched</th><th>settings</th><th>reason</th></tr>" + rows + "</table>"
+    )
+
+
+def _studies_table(comparison: StudiesComparison) -> str:
+    """`tuner compare-studies`' table: each study's best at one stream and at its highest
+    level, with intervals, TTFT p99 and energy there, and the median time to healthy."""
+
+    def throughput(best: LevelBest | None) -> str:
+        if best is None:
+            return "-"
+        interval = "[{:,.1f}, {:,.1f}]".format(*best.interval) if best.interval else "[unbounded]"
+        return (
+            f"{best.output_throughput:,.1f} {interval}<br><small>at {best.concurrency} "
+            f"stream{'s' if best.concurrency != 1 else ''}, trial {best.trial}</small>"
+        )
+
+    def number(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    confidences = {line.confidence for line in comparison.studies}
+    level = f"{confidences.pop():.0%} interval" if len(confidences) == 1 else "interval"
+    rows = [
+        "<tr><th>study</th><th>single-stream tok/s</th><th>high-concurrency tok/s</th>"
+        "<th>TTFT p99 (ms)</th><th>J/token</th><th>to healthy (s)</th><th>launches</th></tr>"
+    ]
+    for line in comparison.studies:
+        high = line.high_concurrency
+        cells = [
+            throughput(line.single_stream),
+            throughput(high),
+            number(high.ttft_p99_ms if high else None, ",.0f"),
+            number(high.j_per_token if high else None, ".3g"),
+            number(line.seconds_to_healthy, ".3g"),
+            str(line.launches),
+        ]
+        rows.append(
+            f"<tr><td>{esc(line.label)}</td>"
+            + "".join(f'<td class="num">{c}</td>' for c in cells)
+            + "</tr>"
+        )
+    return (
+        f"<p>Each study's best trusted configuration: mean output throughput [{level}].</p>"
+        f"<table>{''.join(rows)}</table>"
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import optuna
@@ -41,10 +42,10 @@ def artifact_dir(storage: str) -> Path:
     return path.parent / f"{path.stem}-artifacts"
 
 
-def write_report(storage: str, study: str, out: Path) -> Path:
-    """Render the report of ``study`` into ``out`` (owner-only); NoAnswerError without a
-    completed trial."""
-    page = render(build_report(storage, study))
+def write_report(storage: str, study: str, out: Path, compare: Sequence[str] = ()) -> Path:
+    """Render the report of ``study`` (beside the studies ``compare`` names) into ``out``
+    (owner-only); NoAnswerError without a completed trial."""
+    page = render(build_report(storage, study, compare))
     out.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
