@@ -43,7 +43,6 @@ from tuner.probe.screen import (
     ProbeComparison,
     comm_share,
     compare_probe,
-    floor_tokens_per_s,
     nccl_verdict,
     together_values,
 )
@@ -168,7 +167,7 @@ class SweepProbe:
 
     def nccl_key(self, settings: Settings) -> str:
         """The NCCL part of the environment the server would get: the cache's key."""
-        return json.dumps(_nccl_env(self.space, settings.params), sort_keys=True)
+        return json.dumps(nccl_env(self.space, settings.params), sort_keys=True)
 
     def measure(self, study: optuna.Study, settings: Settings) -> Probed:
         """This NCCL setting's probe, from the study's cache or run now (and cached)."""
@@ -405,92 +404,8 @@ def decode_step_s(space: Space, objective_value: float) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class ProbeSummary:
-    """What `tuner best` says about the probe: the floor, the share, the verdict."""
-
-    size: int
-    allreduces_per_token: int
-    default_us: float
-    best_us: float
-    best_env: dict[str, str]
-    floor_tokens_per_s: float
-    """The most one stream can reach if all-reduce took the whole step (fastest probe)."""
-    measured_tokens_per_s: float | None
-    """The recommended configuration's tokens per second per stream, measured."""
-    comm_share: float | None
-    """Share of the recommended configuration's decode step spent in all-reduce."""
-    verdict: str | None
-    frozen: tuple[str, ...]
-    probed: int
-    pruned: int
-    disabled: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "size": self.size,
-            "allreduces_per_token": self.allreduces_per_token,
-            "default_us": self.default_us,
-            "best_us": self.best_us,
-            "best_env": dict(self.best_env),
-            "floor_tokens_per_s": self.floor_tokens_per_s,
-            "measured_tokens_per_s": self.measured_tokens_per_s,
-            "comm_share": self.comm_share,
-            "verdict": self.verdict,
-            "frozen": list(self.frozen),
-            "probed": self.probed,
-            "pruned": self.pruned,
-            "disabled": self.disabled,
-        }
-
-
-def probe_summary(
-    space: Space, study: optuna.Study, recommended: analysis.ConfigResult | None
-) -> ProbeSummary | None:
-    """The probe's figures for `tuner best`, from the study's stored probes."""
-    plan = study.user_attrs.get(attrs.PROBE_PLAN)
-    cache = study.user_attrs.get(attrs.PROBES) or {}
-    if not plan or space.spec.probe is None:
-        return None
-    size, per_token = int(plan["size"]), int(plan["allreduces_per_token"])
-    results = {
-        key: Probed.from_json(key, data).result
-        for key, data in cache.items()
-        if "error" not in data
-    }
-    means = {k: r.mean_us(size) for k, r in results.items() if r is not None and size in r.samples}
-    default_key = json.dumps(_nccl_env(space, baseline_params(space.spec)), sort_keys=True)
-    if default_key not in means:
-        return None
-    best_key = min(means, key=lambda k: means[k])
-    measured = share = None
-    if recommended is not None:
-        step_s = decode_step_s(space, recommended.estimate.mean)
-        if step_s is not None:
-            measured = 1.0 / step_s
-            own = json.dumps(_nccl_env(space, recommended.params), sort_keys=True)
-            us = means.get(own, means[default_key])
-            share = comm_share(per_token * us * 1e-6, step_s)
-    verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
-    trials = study.get_trials(deepcopy=False)
-    return ProbeSummary(
-        size=size,
-        allreduces_per_token=per_token,
-        default_us=means[default_key],
-        best_us=means[best_key],
-        best_env=json.loads(best_key),
-        floor_tokens_per_s=floor_tokens_per_s(per_token, means[best_key]),
-        measured_tokens_per_s=measured,
-        comm_share=share,
-        verdict=verdict.get("sentence"),
-        frozen=tuple(verdict.get("frozen", ())),
-        probed=len(cache),
-        pruned=sum(1 for t in trials if str(t.user_attrs.get(attrs.REASON, "")).startswith(PRUNED)),
-        disabled=study.user_attrs.get(attrs.PROBE_DISABLED),
-    )
-
-
-def _nccl_env(space: Space, params: Mapping[str, Scalar]) -> dict[str, str]:
+def nccl_env(space: Space, params: Mapping[str, Scalar]) -> dict[str, str]:
+    """The NCCL variables the server would get with ``params``: the probe cache's key."""
     settings = settings_from_params(space.spec, params)
     launch = launch_spec_for(space, settings, port=INSPECT_PORT, trial_dir=_scratch(space))
     return {k: v for k, v in launch.env.items() if is_nccl_variable(k)}

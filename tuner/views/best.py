@@ -28,7 +28,7 @@ from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
-from tuner.study.probing import ProbeSummary, probe_summary
+from tuner.study.probe_summary import ProbeSummary, probe_summary
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
