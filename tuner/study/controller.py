@@ -16,7 +16,7 @@ rounds of a running trial.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import optuna
@@ -31,6 +31,8 @@ from tuner.study import analysis, attrs, futility, plan, queue, search
 from tuner.study.probing import SweepProbe
 from tuner.trial.runner import PruneCheck
 
+LOCAL_STOPS = frozenset({"interrupted", "terminated"})
+"""Stops of one worker only: Ctrl-C or a signal to it does not stop the others."""
 MAX_IDLE_PROPOSALS = 50
 """Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 
@@ -47,6 +49,9 @@ class SweepController:
         observer: SweepObserver,
         seed: int | None = None,
         probe: SweepProbe | None = None,
+        claims: queue.Claims | None = None,
+        worker_trials: int | None = None,
+        recover: Callable[[], object] | None = None,
     ) -> None:
         self.space = space
         self.probe = probe  # the all-reduce probe (docs/probe.md), when the space has one
@@ -56,6 +61,16 @@ class SweepController:
         self.n_trials = n_trials
         self.observer = observer
         self._idle_proposals = 0
+        # Several workers (docs/distributed.md): once-only launches are claimed; a worker may
+        # have a budget of its own; dead workers' trials are recovered after every trial.
+        self.claims = claims
+        self.worker = claims.worker if claims is not None else None
+        self.worker_trials = worker_trials
+        self.recover = recover
+        self.stop_seen: str | None = None
+        """The study's STOPPED_BY when this worker started: a change is another's stop."""
+        self.worker_stop: tuple[str, str] | None = None
+        """Why this worker alone stopped (its own budget, another worker's stop)."""
 
     # --- queries used by the objective ---------------------------------------------------
 
@@ -104,6 +119,13 @@ class SweepController:
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        if self.recover is not None:
+            self.recover()  # a dead worker's trial: failed, its configuration queued again
+        peer_stop = self._stopped_by_peer(study)
+        if peer_stop is not None:
+            self.worker_stop = peer_stop
+            study.stop()
+            return
         launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)
         self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
         result = analysis.analyze(self.store, self.space)
@@ -118,6 +140,14 @@ class SweepController:
         if verdict is not None:
             self.finish(study, *verdict)
             study.stop()  # optuna's own way out of optimize(), after this callback
+            return
+        if self.worker_trials is not None and self.launched_here(study) >= self.worker_trials:
+            self.worker_stop = (
+                "worker_budget",
+                f"this worker used its {self.worker_trials} launches (--worker-trials); "
+                "the study goes on with the other workers",
+            )
+            study.stop()
             return
         left = self.n_trials - self.launched(study)
         if left == 1 + self.spec.stop.confirmations and not self._confirmation_pending(study):
@@ -158,6 +188,34 @@ class SweepController:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
         study.set_user_attr(attrs.STOP_REASON, reason)
         study.set_user_attr(attrs.STOP_DETAIL, detail)
+        if reason not in LOCAL_STOPS:
+            # Tells the study's other workers to stop after their current trial.
+            marker = f"{self.worker or '-'}#{len(study.get_trials(deepcopy=False))}"
+            study.set_user_attr(attrs.STOPPED_BY, marker)
+            self.stop_seen = marker
+
+    def launched_here(self, study: optuna.Study) -> int:
+        """Launches this worker ran to the end (for --worker-trials)."""
+        return sum(
+            1
+            for t in study.get_trials(deepcopy=False)
+            if t.user_attrs.get(attrs.LAUNCHED)
+            and t.state != TrialState.RUNNING
+            and t.user_attrs.get(attrs.WORKER) == self.worker
+        )
+
+    def _stopped_by_peer(self, study: optuna.Study) -> tuple[str, str] | None:
+        """(reason, sentence) when another worker stopped the study since this one started."""
+        marker = study.user_attrs.get(attrs.STOPPED_BY)
+        if marker is None or marker == self.stop_seen:
+            return None
+        reason = str(study.user_attrs.get(attrs.STOP_REASON, "stopped"))
+        detail = str(study.user_attrs.get(attrs.STOP_DETAIL, ""))
+        who = str(marker).rsplit("#", 1)[0]
+        return reason, f"{detail} (stopped by worker {who})"
+
+    def _claim(self, kind: str, key: str) -> bool:
+        return self.claims is None or self.claims.take(kind, key)
 
     def queue_confirmations(
         self, study: optuna.Study, result: analysis.StudyAnalysis | None = None
@@ -169,8 +227,9 @@ class SweepController:
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         }
         incumbent = study.user_attrs.get(attrs.INCUMBENT)
+        trials = study.get_trials(deepcopy=False)
         for config in result.needs_confirmation(against=incumbent):
-            if config.config_hash in waiting:
+            if config.config_hash in waiting or not self._claim_confirmation(trials, config):
                 continue
             queue.enqueue_launch(
                 study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
@@ -179,6 +238,14 @@ class SweepController:
                 f"trial {config.trials[-1]} looks better than the best; "
                 "launching it again to confirm"
             )
+
+    def _claim_confirmation(
+        self, trials: Sequence[FrozenTrial], config: analysis.ConfigResult
+    ) -> bool:
+        """One worker queues the next launch of a configuration: the key is the configuration
+        and how many trials it has had, so a worker with an older view loses the claim."""
+        count = sum(1 for t in trials if t.user_attrs.get(attrs.CONFIG) == config.config_hash)
+        return self._claim("confirm", f"{config.config_hash}:{count}")
 
     def queue_proposal(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
         """Queue the local search's next launch near the incumbent, unless a trial waits.
@@ -269,9 +336,13 @@ class SweepController:
         )
 
     def _confirmation_pending(self, study: optuna.Study) -> bool:
+        # RUNNING too: another worker may be measuring one now (this worker's own trial
+        # has finished by the time its callback runs).
         return any(
             t.user_attrs.get(attrs.ROLE) in ("confirm", "simplify")
-            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            for t in study.get_trials(
+                deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING)
+            )
         )
 
     def _queue_final_checks(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
@@ -292,6 +363,7 @@ class SweepController:
             or best.is_baseline
             or best.config_hash in done
             or self.launched(study) + launches > self.n_trials
+            or not self._claim("simplify", best.config_hash)  # once per best, in all workers
         ):
             return False
         study.set_user_attr(attrs.SIMPLIFIED, [*done, best.config_hash])
@@ -341,6 +413,8 @@ class SweepController:
         for config in sorted((chosen, best), key=lambda c: len(c.launches)):
             first = stop.baseline_launches if config.is_baseline else 1
             if len(config.launches) - first < stop.confirmation_cap:
+                if not self._claim_confirmation(study.get_trials(deepcopy=False), config):
+                    return True  # another worker queued it: the sweep goes on until it ran
                 queue.enqueue_launch(
                     study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
                 )
