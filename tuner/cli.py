@@ -106,9 +106,26 @@ def run(
             "--trials",
             "-n",
             min=1,
-            help="Server launches in all (a resumed study counts the ones done).",
+            help="Server launches of the study in all, every worker's together (a resumed "
+            "study counts the ones done).",
         ),
     ] = 20,
+    worker_trials: Annotated[
+        int | None,
+        typer.Option(
+            "--worker-trials",
+            min=1,
+            help="At most this many launches by this worker (the study's --trials still holds).",
+        ),
+    ] = None,
+    split_by_host: Annotated[
+        bool,
+        typer.Option(
+            "--split-by-host",
+            help="On hardware unlike the study's other workers: run the study NAME@FINGERPRINT "
+            "of this host's kind instead of refusing.",
+        ),
+    ] = False,
     storage: StorageOpt = DEFAULT_STORAGE,
     study: StudyOpt = None,
     seed: Annotated[
@@ -129,6 +146,8 @@ def run(
         seed=seed,
         runs_dir=runs_dir,
         console=out,
+        worker_trials=worker_trials,
+        split_by_host=split_by_host,
     )
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
     code = exit_codes.for_stop_reason(result.stop_reason)
@@ -191,6 +210,14 @@ def best(
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="table, json, env, systemd or args.")
     ] = "table",
+    fingerprint: Annotated[
+        str | None,
+        typer.Option(
+            "--fingerprint",
+            help="Of a study run on several kinds of hardware: the kind to answer for "
+            "(default: the one with the most launches).",
+        ),
+    ] = None,
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline.
 
@@ -200,7 +227,7 @@ def best(
     from tuner.views.study_access import resolve_study
 
     _check_format(fmt, FORMATS)
-    result = best_report(storage, resolve_study(storage, study, space))
+    result = best_report(storage, resolve_study(storage, study, space), fingerprint=fingerprint)
     print_best(result, fmt, out, notes=err)
 
 

@@ -108,6 +108,10 @@ class Store:
         with self.session() as s:
             return s.scalar(select(StudyRow).where(StudyRow.name == name))
 
+    def study_names(self) -> list[str]:
+        with self.session() as s:
+            return list(s.scalars(select(StudyRow.name).order_by(StudyRow.name)))
+
     def update_study(self, name: str, **fields: Any) -> None:
         with self.session() as s, s.begin():
             s.execute(update(StudyRow).where(StudyRow.name == name).values(**fields))
