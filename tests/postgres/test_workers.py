@@ -184,6 +184,10 @@ def test_a_host_on_other_hardware_is_refused_unless_the_study_is_split(
     names = [n for n in Store(pg_storage).study_names() if n.startswith("split@")]
     assert len(names) == 1
     assert len(Store(pg_storage).launches(names[0])) == 2
+    # Every reading command works with the PostgreSQL URL.
+    for command in (["best"], ["trials"], ["show", "0"], ["compare", "0", "1"], ["cleanup"]):
+        done = _run(tmp_path, *command, "--storage", pg_storage, "--study", names[0])
+        assert done.returncode == 0, (command, done.stdout)
     best = _run(tmp_path, "best", "--storage", pg_storage, "--study", "split")
     assert best.returncode == 1
     assert f"split by host (--split-by-host) into {names[0]}" in best.stdout

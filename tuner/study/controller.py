@@ -9,9 +9,10 @@ search trials without a significant gain, after the final checks: the best witho
 idle settings, and a close call settled), the futility stop (the model rules out every
 untried neighbour of the incumbent, tuner/study/futility.py; the same final checks),
 total failure, an exhausted space, or the probe's verdict that nothing is left to search
-(tuner/study/probing.py). Once, after the baseline launches, it says and records the
-cost plan (tuner/study/plan.py). It also hands the objective a pruning check for the
-rounds of a running trial.
+(tuner/study/probing.py); another worker's stop (tuner/study/peers.py) and this worker's
+own budget (--worker-trials) end this worker's part. Once, after the baseline launches,
+it says and records the cost plan (tuner/study/plan.py). It also hands the objective a
+pruning check for the rounds of a running trial.
 """
 
 from __future__ import annotations
@@ -24,15 +25,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import stats
 from tuner.events import SweepObserver
-from tuner.space.settings import changed_from_defaults, settings_from_params
+from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility, plan, queue, search
+from tuner.study import analysis, attrs, futility, peers, plan, queue, search
 from tuner.study.probing import SweepProbe
+from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
 
-LOCAL_STOPS = frozenset({"interrupted", "terminated"})
-"""Stops of one worker only: Ctrl-C or a signal to it does not stop the others."""
 MAX_IDLE_PROPOSALS = 50
 """Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 
@@ -121,7 +121,7 @@ class SweepController:
         self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
         if self.recover is not None:
             self.recover()  # a dead worker's trial: failed, its configuration queued again
-        peer_stop = self._stopped_by_peer(study)
+        peer_stop = peers.stopped_by_peer(study, self.stop_seen)
         if peer_stop is not None:
             self.worker_stop = peer_stop
             study.stop()
@@ -141,7 +141,8 @@ class SweepController:
             self.finish(study, *verdict)
             study.stop()  # optuna's own way out of optimize(), after this callback
             return
-        if self.worker_trials is not None and self.launched_here(study) >= self.worker_trials:
+        mine = self.worker_trials
+        if mine is not None and peers.launched_by(study, self.worker) >= mine:
             self.worker_stop = (
                 "worker_budget",
                 f"this worker used its {self.worker_trials} launches (--worker-trials); "
@@ -188,31 +189,8 @@ class SweepController:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
         study.set_user_attr(attrs.STOP_REASON, reason)
         study.set_user_attr(attrs.STOP_DETAIL, detail)
-        if reason not in LOCAL_STOPS:
-            # Tells the study's other workers to stop after their current trial.
-            marker = f"{self.worker or '-'}#{len(study.get_trials(deepcopy=False))}"
-            study.set_user_attr(attrs.STOPPED_BY, marker)
-            self.stop_seen = marker
-
-    def launched_here(self, study: optuna.Study) -> int:
-        """Launches this worker ran to the end (for --worker-trials)."""
-        return sum(
-            1
-            for t in study.get_trials(deepcopy=False)
-            if t.user_attrs.get(attrs.LAUNCHED)
-            and t.state != TrialState.RUNNING
-            and t.user_attrs.get(attrs.WORKER) == self.worker
-        )
-
-    def _stopped_by_peer(self, study: optuna.Study) -> tuple[str, str] | None:
-        """(reason, sentence) when another worker stopped the study since this one started."""
-        marker = study.user_attrs.get(attrs.STOPPED_BY)
-        if marker is None or marker == self.stop_seen:
-            return None
-        reason = str(study.user_attrs.get(attrs.STOP_REASON, "stopped"))
-        detail = str(study.user_attrs.get(attrs.STOP_DETAIL, ""))
-        who = str(marker).rsplit("#", 1)[0]
-        return reason, f"{detail} (stopped by worker {who})"
+        marker = peers.mark_stop(study, reason, self.worker)  # the others stop too
+        self.stop_seen = marker or self.stop_seen
 
     def _claim(self, kind: str, key: str) -> bool:
         return self.claims is None or self.claims.take(kind, key)
@@ -485,19 +463,3 @@ class SweepController:
         noise_text = f" (±{noise:.1%})" if noise is not None else ""
         who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
-
-
-def trial_line(trial: FrozenTrial, metric: str) -> str:
-    """One line per finished trial: number, role, state, value, what changed, why it failed."""
-    params = trial.user_attrs.get(attrs.PARAMS) or {}
-    changed = changed_from_defaults(params)
-    what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
-    role = trial.user_attrs.get(attrs.ROLE, "search")
-    if trial.state == TrialState.COMPLETE and trial.value is not None:
-        outcome = f"{metric}={trial.value:.4g}"
-    else:
-        outcome = trial.state.name.lower()
-        reason = trial.user_attrs.get(attrs.REASON)
-        if reason:
-            outcome += f": {reason}"
-    return f"trial {trial.number:>3} {role:<8} {outcome}  {what}"
