@@ -282,7 +282,10 @@ def cleanup(
     study: StudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
-    """Stop servers left by a tuner that was killed, and mark their trials failed."""
+    """Stop servers a dead tuner left on this host, fail its trials and queue them again.
+
+    Servers of dead workers on other hosts are named, not touched: run cleanup there.
+    """
     from tuner.study.recovery import cleanup as run_cleanup
     from tuner.views.console import MessageObserver
 

@@ -29,15 +29,20 @@ class Notes(SweepObserver):
         self.lines.append(text)
 
 
-def _remote_trial(tmp_path: Path, silent_for_s: float) -> tuple[optuna.Study, Store]:
-    """A study whose trial 0 (a confirmation) RUNS on gpu-b, silent for ``silent_for_s``."""
-    url = f"sqlite:///{tmp_path}/e.db"
+def _remote_trial(
+    tmp_path: Path, silent_for_s: float, *, url: str | None = None, name: str = "s"
+) -> tuple[optuna.Study, Store]:
+    """A study whose trial 0 (a confirmation) RUNS on gpu-b, silent for ``silent_for_s``.
+
+    SQLite by default; tests/postgres/ passes a PostgreSQL ``url``.
+    """
+    url = url or f"sqlite:///{tmp_path}/e.db"
     store = Store(url)
-    study = optuna.create_study(storage=open_storage(url), study_name="s", direction="maximize")
-    store.register_worker("s", REMOTE, host="gpu-b", fingerprint="f", hardware={})
+    study = optuna.create_study(storage=open_storage(url), study_name=name, direction="maximize")
+    store.register_worker(name, REMOTE, host="gpu-b", fingerprint="f", hardware={})
     then = store.db_now() - dt.timedelta(seconds=silent_for_s)
     with store.session() as s, s.begin():
-        s.execute(update(WorkerRow).values(heartbeat_at=then))
+        s.execute(update(WorkerRow).where(WorkerRow.study == name).values(heartbeat_at=then))
     study.enqueue_trial(
         {"NCCL_PROTO": "LL"},
         user_attrs={attrs.ROLE: attrs.CONFIRM, attrs.PARAMS: {"NCCL_PROTO": "LL"}},
@@ -48,7 +53,7 @@ def _remote_trial(tmp_path: Path, silent_for_s: float) -> tuple[optuna.Study, St
     trial.set_user_attr(attrs.CONFIG, "cfg")
     trial.set_user_attr(attrs.LAUNCHED, True)
     store.add_launch(
-        study="s",
+        study=name,
         trial_number=0,
         role="confirm",
         config_hash="cfg",
