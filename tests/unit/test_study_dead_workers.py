@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 
 import optuna
@@ -99,3 +100,29 @@ def test_a_worker_within_its_grace_period_keeps_its_trial(tmp_path: Path) -> Non
     assert _recover(study, store, notes) == []
     assert [t.state for t in study.get_trials()] == [TrialState.RUNNING]
     assert notes.lines == []
+
+
+def test_a_trial_no_worker_ever_named_itself_on_is_recovered_after_the_grace(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/e.db"
+    store = Store(url)
+    study = optuna.create_study(storage=open_storage(url), study_name="s", direction="maximize")
+    study.enqueue_trial(
+        {"NCCL_PROTO": "LL"},
+        user_attrs={attrs.ROLE: attrs.CONFIRM, attrs.PARAMS: {"NCCL_PROTO": "LL"}},
+    )
+    study.ask()  # popped by a worker that died before it wrote its name
+    quick = Heartbeat(interval_s=0.1, grace_s=0.5)
+
+    def recover() -> list[int]:
+        return recover_interrupted(
+            study, open_storage(url), store, Notes(), heartbeat=quick, reported=set()
+        )
+
+    assert recover() == []  # within the grace: it may be starting right now
+    time.sleep(0.7)
+    assert recover() == [0]
+    dead, again = study.get_trials()
+    assert "no worker named itself on it" in dead.user_attrs[attrs.REASON]
+    assert again.state == TrialState.WAITING and again.user_attrs[attrs.RETRY_OF] == 0

@@ -15,11 +15,13 @@ Every RUNNING trial of a dead worker is marked FAIL with the reason, and its
 configuration is queued again (same role and params, ``tuner_retry_of``); the retry is
 claimed in ``tuner_claims``, so two workers that find the same dead trial queue it once.
 A worker on another host that registered no heartbeat (a tuner before schema 2) is left
-alone: nothing says whether it lives.
+alone: nothing says whether it lives. A trial RUNNING for longer than the grace period
+without any worker named on it lost its worker as it began.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
 from collections.abc import Mapping
 
@@ -101,7 +103,8 @@ def recover_interrupted(
             observer.message(f"stopped server pid {record.pid} left by an interrupted run")
     failed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        reason = dead.why(_worker_of(trial))
+        worker = _worker_of(trial)
+        reason = dead.why(worker) if worker else dead.orphaned(trial)
         if reason is not None and _fail_and_requeue(study, optuna_storage, store, trial, reason):
             failed.append(trial.number)
             again = ", its configuration queued again" if attrs.PARAMS in trial.user_attrs else ""
@@ -145,6 +148,20 @@ class _DeadWorkers:
             f"worker {worker} sent no heartbeat for {age:.0f} s (grace {self.grace_s:g} s): "
             "killed, or its host lost"
         )
+
+    def orphaned(self, trial: FrozenTrial) -> str | None:
+        """A RUNNING trial no worker ever named itself on: its worker died as it began it.
+
+        run_trial names its worker first thing, so a trial without one for longer than
+        the grace period has none. optuna stamps the start with the starting host's
+        local clock: this is the one age not measured by the database's clock.
+        """
+        if trial.datetime_start is None:
+            return None
+        age = (dt.datetime.now() - trial.datetime_start).total_seconds()
+        if age <= self.grace_s:
+            return None
+        return f"no worker named itself on it in {age:.0f} s: its worker died as it began it"
 
 
 def _fail_and_requeue(

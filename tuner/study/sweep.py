@@ -119,6 +119,11 @@ def run_sweep(
     if split_by_host:
         space = space.model_copy(update={"study_name": f"{space.study_name}@{fingerprint.digest}"})
     heartbeat = heartbeat or Heartbeat.from_env()
+    if split_by_host:
+        observer.message(
+            f"--split-by-host: this host's kind of hardware ({fingerprint.describe()}) works "
+            f"on study {space.study_name}"
+        )
     store = Store(storage)
     # Refused here, before the study is touched: other hardware, a second SQLite worker.
     with WorkerSession(store, space.study_name, fingerprint, heartbeat) as session:
