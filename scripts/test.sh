@@ -31,8 +31,22 @@ run_tier() {  # name, marker expression
 run_tier unit "not integration and not vllm and not postgres and not gpu" "$@"
 run_tier integration "integration and not vllm and not postgres and not gpu" "$@"
 
-if .venv/bin/python -c "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/test', connect_timeout=3).close()" 2>/dev/null; then
+postgres_up() {
+  .venv/bin/python -c "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/test', connect_timeout=3).close()" 2>/dev/null
+}
+# TUNER_REQUIRE_POSTGRES=1 (CI, .ci/run): start the local cluster if it is installed and
+# stopped, and fail instead of skipping when it still does not answer.
+if ! postgres_up && [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ] && command -v pg_lsclusters >/dev/null; then
+  pg_lsclusters -h | while read -r version cluster _; do
+    pg_ctlcluster "$version" "$cluster" start || true
+  done
+  sleep 2
+fi
+if postgres_up; then
   run_tier postgres "postgres" "$@"
+elif [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ]; then
+  echo "=== tier: postgres FAILED: TUNER_REQUIRE_POSTGRES=1 but no PostgreSQL answers at 127.0.0.1:5432 (database test, user postgres, trust auth) ===" >&2
+  exit 1
 else
   echo "=== tier: postgres SKIPPED: no PostgreSQL at 127.0.0.1:5432 (database test) ==="
 fi

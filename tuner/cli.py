@@ -107,9 +107,26 @@ def run(
             "--trials",
             "-n",
             min=1,
-            help="Server launches in all (a resumed study counts the ones done).",
+            help="Server launches of the study in all, every worker's together (a resumed "
+            "study counts the ones done).",
         ),
     ] = 20,
+    worker_trials: Annotated[
+        int | None,
+        typer.Option(
+            "--worker-trials",
+            min=1,
+            help="At most this many launches by this worker (the study's --trials still holds).",
+        ),
+    ] = None,
+    split_by_host: Annotated[
+        bool,
+        typer.Option(
+            "--split-by-host",
+            help="On hardware unlike the study's other workers: run the study NAME@FINGERPRINT "
+            "of this host's kind instead of refusing.",
+        ),
+    ] = False,
     storage: StorageOpt = DEFAULT_STORAGE,
     study: StudyOpt = None,
     seed: Annotated[
@@ -130,6 +147,8 @@ def run(
         seed=seed,
         runs_dir=runs_dir,
         console=out,
+        worker_trials=worker_trials,
+        split_by_host=split_by_host,
     )
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
     code = exit_codes.for_stop_reason(result.stop_reason)
@@ -198,6 +217,14 @@ def best(
     which: Annotated[
         str, typer.Option(help="What to deploy: recommended (simplest as good) or best.")
     ] = "recommended",
+    fingerprint: Annotated[
+        str | None,
+        typer.Option(
+            "--fingerprint",
+            help="Of a study run on several kinds of hardware: the kind to answer for "
+            "(default: the one with the most launches).",
+        ),
+    ] = None,
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline.
 
@@ -208,7 +235,7 @@ def best(
 
     _check_format(fmt, FORMATS)
     _check_format(which, WHICH, option="--which")
-    result = best_report(storage, resolve_study(storage, study, space))
+    result = best_report(storage, resolve_study(storage, study, space), fingerprint=fingerprint)
     print_best(result, fmt, out, notes=err, which=which)
 
 
@@ -310,7 +337,10 @@ def cleanup(
     study: StudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
-    """Stop servers left by a tuner that was killed, and mark their trials failed."""
+    """Stop servers a dead tuner left on this host, fail its trials and queue them again.
+
+    Servers of dead workers on other hosts are named, not touched: run cleanup there.
+    """
     from tuner.study.recovery import cleanup as run_cleanup
     from tuner.views.console import MessageObserver
 

@@ -4,10 +4,12 @@
 code      meaning
 ========  ===============================================================================
 0         done: ``tuner run`` stopped with an answer (plateau, futile, budget, exhausted
-          space, the probe's verdict)
-1         tuner could not do it: the database, a server that cannot be stopped, a bug
+          space, the probe's verdict), or this worker's ``--worker-trials`` are used
+1         tuner could not do it: the database (or one a newer tuner upgraded), a server
+          that cannot be stopped, a bug
 2         bad input: the space file or an option is wrong (``--format xml``), or
-          ``tuner check`` found errors (typer's own usage errors are 2 as well)
+          ``tuner check`` found errors (typer's own usage errors are 2 as well); a
+          study of other hardware, or a second live worker on a SQLite study
 3         no answer: ``tuner run`` saw every launch fail; ``tuner best`` or
           ``tuner report`` found no completed trial yet (see ``tuner trials``)
 129       stopped by SIGHUP (128 + 1): the terminal closed; the study resumes

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -16,26 +13,6 @@ from tests.integration.sweep_helpers import write_space
 from tuner.storage import Store
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
-
-ADMIN_URL = os.environ.get("TUNER_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture
-def pg_storage() -> Iterator[str]:
-    """A fresh database per test, dropped afterwards."""
-    psycopg = pytest.importorskip("psycopg")
-    name = f"tuner_test_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL at {ADMIN_URL}: {exc}")
-    admin.execute(f'CREATE DATABASE "{name}"')
-    base = ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://")
-    try:
-        yield f"{base}/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:

@@ -118,6 +118,7 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "trials",
         "keep_defaults",
         "gain_vs_baseline",
+        "hosts",  # "fingerprint" too when launches record one (tests/unit/test_views_hosts.py)
         "deploy",
     ]
     entry_keys = ["trial", "trials", "config", "params", "env", "args", "value", "stderr"]

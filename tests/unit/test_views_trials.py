@@ -36,6 +36,7 @@ def test_each_trial_is_a_row_with_its_launch_facts_or_its_failure(tmp_path: Path
         "stderr",
         "seconds_to_healthy",
         "reason",
+        "host",
     ]
 
 
@@ -50,6 +51,23 @@ def test_the_trials_table_shows_defaults_values_and_why_a_trial_failed(tmp_path:
     assert "(defaults)" in lines["0"] and "81.37" in lines["0"]
     assert "NCCL_PROTO=LL" in lines["1"] and "82.05" in lines["1"]
     assert "compilation=0" in lines["2"] and FAILED_REASON in lines["2"]
+
+
+def test_the_trials_table_names_the_hosts_when_several_shared_the_study(
+    tmp_path: Path,
+) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    console = Console(record=True, width=200)
+    print_trials(storage, "hand", console)
+    assert "host" not in console.export_text()  # one host: no column
+    store = Store(storage)
+    store.update_launch(store.launches("hand")[1].id, host="gpu-b")
+    print_trials(storage, "hand", console)
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "┃" in line)
+    assert [c.strip() for c in header.split("┃")[1:5]] == ["#", "state", "role", "host"]
+    lines = [line for line in text.splitlines() if "│" in line]
+    assert "gpu-b" in next(line for line in lines if line.split("│")[1].strip() == "1")
 
 
 def test_show_prints_the_command_env_and_levels_of_one_launch(tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ its password hidden.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import create_engine, event, insert, select, update
+from sqlalchemy import create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -26,8 +27,9 @@ from tuner.secrets import (
     scrub_url,
     sqlite_file,
 )
+from tuner.storage import schema
 from tuner.storage.tables import (
-    Base,
+    ClaimRow,
     LaunchRow,
     LaunchStatus,
     LevelRow,
@@ -35,6 +37,7 @@ from tuner.storage.tables import (
     SampleRow,
     ServerIdentityRecord,
     StudyRow,
+    WorkerRow,
 )
 
 DEFAULT_STORAGE = "sqlite:///experiments.db"
@@ -76,26 +79,11 @@ class Store:
     def __init__(self, url: str = DEFAULT_STORAGE) -> None:
         self.url = url
         self.engine = make_engine(url)
-        self._create_tables()
+        # Create, upgrade, or refuse a database a newer tuner wrote (tuner/storage/schema.py).
+        self.schema_version_found = schema.prepare(self.engine, url)
+        self.fingerprint: str | None = None
+        """The hardware fingerprint this process records on every launch it adds."""
         self._session = sessionmaker(self.engine, expire_on_commit=False)
-
-    def _create_tables(self, attempts: int = 3) -> None:
-        """Create the tuner_* tables unless they exist.
-
-        Workers starting at once on a shared PostgreSQL race to create them; the
-        loser sees a unique violation, and its retry finds the tables in place.
-        """
-        for attempt in range(attempts):
-            try:
-                Base.metadata.create_all(self.engine)
-                return
-            except IntegrityError:
-                if attempt + 1 == attempts:
-                    raise StoreError(
-                        f"cannot create tuner tables in {safe_url(self.url)!r}"
-                    ) from None
-            except SQLAlchemyError as exc:
-                raise StoreError(f"cannot create tuner tables in {_shown(self.url, exc)}") from exc
 
     def session(self) -> Session:
         return self._session()
@@ -120,6 +108,10 @@ class Store:
         with self.session() as s:
             return s.scalar(select(StudyRow).where(StudyRow.name == name))
 
+    def study_names(self) -> list[str]:
+        with self.session() as s:
+            return list(s.scalars(select(StudyRow.name).order_by(StudyRow.name)))
+
     def update_study(self, name: str, **fields: Any) -> None:
         with self.session() as s, s.begin():
             s.execute(update(StudyRow).where(StudyRow.name == name).values(**fields))
@@ -128,6 +120,7 @@ class Store:
 
     def add_launch(self, **fields: Any) -> int:
         fields.setdefault("status", LaunchStatus.RUNNING)
+        fields.setdefault("fingerprint", self.fingerprint)
         if "env" in fields:
             fields["env"] = redact_env(fields["env"])
         for key in ("argv", "cmdline"):
@@ -247,6 +240,67 @@ class Store:
         with self.session() as s:
             return list(s.scalars(query))
 
+    # --- coordination of workers (docs/distributed.md) ------------------------------------
+
+    def claim(self, study: str, kind: str, key: str, worker: str) -> bool:
+        """Claim ``kind``/``key`` for ``worker``: True for the one worker whose INSERT wins.
+
+        The unique constraint decides, on SQLite and PostgreSQL alike: a second claim of
+        the same key fails with an IntegrityError, which means someone else has it.
+        """
+        try:
+            with self.session() as s, s.begin():
+                s.add(ClaimRow(study=study, kind=kind, key=key, worker=worker))
+            return True
+        except IntegrityError:
+            return False
+
+    def claimed(self, study: str, kind: str) -> dict[str, str]:
+        """Every claim of ``kind`` in a study: key -> the worker that won it."""
+        query = select(ClaimRow).where(ClaimRow.study == study, ClaimRow.kind == kind)
+        with self.session() as s:
+            return {r.key: r.worker for r in s.scalars(query)}
+
+    def db_now(self) -> dt.datetime:
+        """The database's clock (UTC): heartbeats are written and aged with it, not the hosts'."""
+        with self.session() as s:
+            return as_utc(s.scalar(select(func.current_timestamp())))
+
+    def register_worker(
+        self, study: str, worker: str, *, host: str, fingerprint: str, hardware: dict[str, Any]
+    ) -> None:
+        """Add this worker's row (started and beating now, by the database's clock)."""
+        now = func.current_timestamp()
+        facts = dict(host=host, fingerprint=fingerprint, hardware=hardware, heartbeat_at=now)
+        try:
+            with self.session() as s, s.begin():
+                row = dict(study=study, worker=worker, started_at=now, **facts)
+                s.execute(insert(WorkerRow).values(**row))
+        except IntegrityError:  # the same process runs the study again (tests, a library user)
+            with self.session() as s, s.begin():
+                s.execute(
+                    update(WorkerRow)
+                    .where(WorkerRow.study == study, WorkerRow.worker == worker)
+                    .values(started_at=now, stopped_at=None, **facts)
+                )
+
+    def heartbeat(self, study: str, worker: str, *, stopped: bool = False) -> None:
+        """The worker is alive (or, with ``stopped``, has exited cleanly)."""
+        values: dict[str, Any] = {"heartbeat_at": func.current_timestamp()}
+        if stopped:
+            values["stopped_at"] = func.current_timestamp()
+        with self.session() as s, s.begin():
+            s.execute(
+                update(WorkerRow)
+                .where(WorkerRow.study == study, WorkerRow.worker == worker)
+                .values(**values)
+            )
+
+    def workers(self, study: str) -> list[WorkerRow]:
+        query = select(WorkerRow).where(WorkerRow.study == study).order_by(WorkerRow.id)
+        with self.session() as s:
+            return list(s.scalars(query))
+
     def check_writable(self) -> None:
         """Raise StoreError unless a write to the database goes through."""
         try:
@@ -256,6 +310,20 @@ class Store:
             raise StoreError(
                 f"storage {safe_url(self.url)!r} is not writable: {scrub_url(str(exc), self.url)}"
             ) from exc
+
+
+def as_utc(value: dt.datetime | str | None) -> dt.datetime:
+    """A timestamp read back from either database as an aware UTC datetime.
+
+    SQLite keeps ``CURRENT_TIMESTAMP`` as naive UTC text; PostgreSQL returns it aware.
+    """
+    if value is None:
+        raise StoreError("the database returned no timestamp")
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.timezone.utc)
 
 
 def _shown(url: str, exc: BaseException) -> str:

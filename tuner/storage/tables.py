@@ -13,7 +13,17 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from tuner.bench.records import RequestRecord
@@ -63,6 +73,7 @@ class LaunchRow(Base):
     unset_env: Mapped[list[str]] = mapped_column(JSON, default=list)
     argv: Mapped[list[str]] = mapped_column(JSON)
     host: Mapped[str] = mapped_column(String(255), default=socket.gethostname)
+    fingerprint: Mapped[str | None] = mapped_column(String(32), index=True)  # schema 2
     port: Mapped[int | None] = mapped_column(Integer)
     pid: Mapped[int | None] = mapped_column(Integer)
     pgid: Mapped[int | None] = mapped_column(Integer)
@@ -134,6 +145,56 @@ class SampleRow(Base):
     time_s: Mapped[float] = mapped_column(Float)
     gpu_index: Mapped[int | None] = mapped_column(Integer)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class MetaRow(Base):
+    """Facts about the database itself: ``schema_version`` (tuner/storage/schema.py)."""
+
+    __tablename__ = "tuner_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class ClaimRow(Base):
+    """A decision only one worker may act on: the unique key makes the INSERT the vote.
+
+    ``kind`` is what is claimed (``baseline``, ``confirm``, ``simplify``, ``retry``) and
+    ``key`` which one (a baseline slot, a configuration and its launch count, a trial).
+    The worker whose INSERT goes through acts; every other one sees the conflict.
+    """
+
+    __tablename__ = "tuner_claims"
+    __table_args__ = (UniqueConstraint("study", "kind", "key", name="uq_tuner_claims"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study: Mapped[str] = mapped_column(String(512))
+    kind: Mapped[str] = mapped_column(String(32))
+    key: Mapped[str] = mapped_column(String(255))
+    worker: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkerRow(Base):
+    """One `tuner run` process on a study: its host, its hardware, and its heartbeat.
+
+    ``heartbeat_at`` is written with the database's clock (hosts' clocks may disagree)
+    every few seconds by a background thread while the worker runs; a RUNNING trial of a
+    worker whose heartbeat is older than the grace period is failed and run again.
+    """
+
+    __tablename__ = "tuner_workers"
+    __table_args__ = (UniqueConstraint("study", "worker", name="uq_tuner_workers"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study: Mapped[str] = mapped_column(String(512), index=True)
+    worker: Mapped[str] = mapped_column(String(255))  # host:pid:start (recovery.worker_id)
+    host: Mapped[str] = mapped_column(String(255))
+    fingerprint: Mapped[str] = mapped_column(String(32))
+    hardware: Mapped[dict[str, Any]] = mapped_column(JSON)  # the fingerprint's facts
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    stopped_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class LaunchStatus:

@@ -187,9 +187,15 @@ class StudyAnalysis:
         return f"{config.estimate.mean:.4g} ± {config.estimate.se:.2g} [{what}]"
 
 
-def analyze(store: Store, space: Space) -> StudyAnalysis:
-    """Group the study's completed launches by configuration and estimate each."""
+def analyze(store: Store, space: Space, *, fingerprint: str | None = None) -> StudyAnalysis:
+    """Group the study's completed launches by configuration and estimate each.
+
+    ``fingerprint``: only the launches on that hardware (and those recorded before
+    fingerprints were, which count with any); None: every launch.
+    """
     rows = store.launches(space.study_name)
+    if fingerprint is not None:
+        rows = [r for r in rows if r.fingerprint in (None, fingerprint)]
     counts: dict[str, int] = defaultdict(int)
     groups: dict[str, list[LaunchRow]] = defaultdict(list)
     estimates: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)

@@ -9,14 +9,15 @@ search trials without a significant gain, after the final checks: the best witho
 idle settings, and a close call settled), the futility stop (the model rules out every
 untried neighbour of the incumbent, tuner/study/futility.py; the same final checks),
 total failure, an exhausted space, or the probe's verdict that nothing is left to search
-(tuner/study/probing.py). Once, after the baseline launches, it says and records the
-cost plan (tuner/study/plan.py). It also hands the objective a pruning check for the
-rounds of a running trial.
+(tuner/study/probing.py); another worker's stop (tuner/study/peers.py) and this worker's
+own budget (--worker-trials) end this worker's part. Once, after the baseline launches,
+it says and records the cost plan (tuner/study/plan.py). It also hands the objective a
+pruning check for the rounds of a running trial.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import optuna
@@ -24,11 +25,12 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import stats
 from tuner.events import SweepObserver
-from tuner.space.settings import changed_from_defaults, settings_from_params
+from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility, plan, queue, search, verdicts
+from tuner.study import analysis, attrs, futility, peers, plan, queue, search, verdicts
 from tuner.study.probing import SweepProbe
+from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
 
 MAX_IDLE_PROPOSALS = 50
@@ -47,6 +49,9 @@ class SweepController:
         observer: SweepObserver,
         seed: int | None = None,
         probe: SweepProbe | None = None,
+        claims: queue.Claims | None = None,
+        worker_trials: int | None = None,
+        recover: Callable[[], object] | None = None,
     ) -> None:
         self.space = space
         self.probe = probe  # the all-reduce probe (docs/probe.md), when the space has one
@@ -56,6 +61,16 @@ class SweepController:
         self.n_trials = n_trials
         self.observer = observer
         self._idle_proposals = 0
+        # Several workers (docs/distributed.md): once-only launches are claimed; a worker may
+        # have a budget of its own; dead workers' trials are recovered after every trial.
+        self.claims = claims
+        self.worker = claims.worker if claims is not None else None
+        self.worker_trials = worker_trials
+        self.recover = recover
+        self.stop_seen: str | None = None
+        """The study's STOPPED_BY when this worker started: a change is another's stop."""
+        self.worker_stop: tuple[str, str] | None = None
+        """Why this worker alone stopped (its own budget, another worker's stop)."""
 
     # --- queries used by the objective ---------------------------------------------------
 
@@ -104,6 +119,13 @@ class SweepController:
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        if self.recover is not None:
+            self.recover()  # a dead worker's trial: failed, its configuration queued again
+        peer_stop = peers.stopped_by_peer(study, self.stop_seen)
+        if peer_stop is not None:
+            self.worker_stop = peer_stop
+            study.stop()
+            return
         launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)
         self._idle_proposals = 0 if launched_now else self._idle_proposals + 1
         result = analysis.analyze(self.store, self.space)
@@ -118,6 +140,15 @@ class SweepController:
         if verdict is not None:
             self.finish(study, *verdict)
             study.stop()  # optuna's own way out of optimize(), after this callback
+            return
+        mine = self.worker_trials
+        if mine is not None and peers.launched_by(study, self.worker) >= mine:
+            self.worker_stop = (
+                "worker_budget",
+                f"this worker used its {self.worker_trials} launches (--worker-trials); "
+                "the study goes on with the other workers",
+            )
+            study.stop()
             return
         left = self.n_trials - self.launched(study)
         if left == 1 + self.spec.stop.confirmations and not self._confirmation_pending(study):
@@ -160,6 +191,11 @@ class SweepController:
         study.set_user_attr(attrs.STOP_DETAIL, detail)
         # Every trial's verdict from the whole study, for optuna-dashboard.
         verdicts.record_final(study, analysis.analyze(self.store, self.space))
+        marker = peers.mark_stop(study, reason, self.worker)  # the others stop too
+        self.stop_seen = marker or self.stop_seen
+
+    def _claim(self, kind: str, key: str) -> bool:
+        return self.claims is None or self.claims.take(kind, key)
 
     def queue_confirmations(
         self, study: optuna.Study, result: analysis.StudyAnalysis | None = None
@@ -171,8 +207,9 @@ class SweepController:
             for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
         }
         incumbent = study.user_attrs.get(attrs.INCUMBENT)
+        trials = study.get_trials(deepcopy=False)
         for config in result.needs_confirmation(against=incumbent):
-            if config.config_hash in waiting:
+            if config.config_hash in waiting or not self._claim_confirmation(trials, config):
                 continue
             queue.enqueue_launch(
                 study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
@@ -181,6 +218,14 @@ class SweepController:
                 f"trial {config.trials[-1]} looks better than the best; "
                 "launching it again to confirm"
             )
+
+    def _claim_confirmation(
+        self, trials: Sequence[FrozenTrial], config: analysis.ConfigResult
+    ) -> bool:
+        """One worker queues the next launch of a configuration: the key is the configuration
+        and how many trials it has had, so a worker with an older view loses the claim."""
+        count = sum(1 for t in trials if t.user_attrs.get(attrs.CONFIG) == config.config_hash)
+        return self._claim("confirm", f"{config.config_hash}:{count}")
 
     def queue_proposal(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
         """Queue the local search's next launch near the incumbent, unless a trial waits.
@@ -271,9 +316,13 @@ class SweepController:
         )
 
     def _confirmation_pending(self, study: optuna.Study) -> bool:
+        # RUNNING too: another worker may be measuring one now (this worker's own trial
+        # has finished by the time its callback runs).
         return any(
             t.user_attrs.get(attrs.ROLE) in ("confirm", "simplify")
-            for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+            for t in study.get_trials(
+                deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING)
+            )
         )
 
     def _queue_final_checks(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
@@ -294,6 +343,7 @@ class SweepController:
             or best.is_baseline
             or best.config_hash in done
             or self.launched(study) + launches > self.n_trials
+            or not self._claim("simplify", best.config_hash)  # once per best, in all workers
         ):
             return False
         study.set_user_attr(attrs.SIMPLIFIED, [*done, best.config_hash])
@@ -343,6 +393,8 @@ class SweepController:
         for config in sorted((chosen, best), key=lambda c: len(c.launches)):
             first = stop.baseline_launches if config.is_baseline else 1
             if len(config.launches) - first < stop.confirmation_cap:
+                if not self._claim_confirmation(study.get_trials(deepcopy=False), config):
+                    return True  # another worker queued it: the sweep goes on until it ran
                 queue.enqueue_launch(
                     study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
                 )
@@ -413,19 +465,3 @@ class SweepController:
         noise_text = f" (±{noise:.1%})" if noise is not None else ""
         who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
-
-
-def trial_line(trial: FrozenTrial, metric: str) -> str:
-    """One line per finished trial: number, role, state, value, what changed, why it failed."""
-    params = trial.user_attrs.get(attrs.PARAMS) or {}
-    changed = changed_from_defaults(params)
-    what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
-    role = trial.user_attrs.get(attrs.ROLE, "search")
-    if trial.state == TrialState.COMPLETE and trial.value is not None:
-        outcome = f"{metric}={trial.value:.4g}"
-    else:
-        outcome = trial.state.name.lower()
-        reason = trial.user_attrs.get(attrs.REASON)
-        if reason:
-            outcome += f": {reason}"
-    return f"trial {trial.number:>3} {role:<8} {outcome}  {what}"

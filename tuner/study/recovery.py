@@ -1,38 +1,42 @@
-"""After a crash: find what a killed tuner left behind, stop it, and fail its trials.
+"""After a crash: what a dead worker left behind (its servers, its RUNNING trials) is recovered.
 
-A worker is a tuner process, named ``host:pid:start`` (``worker_id``) in every trial it
-runs. A launch row still ``running`` whose worker is gone has a server that may live
-on (it runs in its own session): it is stopped by identity, never by pid alone. A
-trial still RUNNING whose worker is gone is marked FAIL with the reason "interrupted".
-Only this host's launches and workers are touched: with a shared PostgreSQL storage,
-other hosts' running trials are theirs.
+A worker is a tuner process, ``host:pid:start`` (tuner/study/workers.py ``worker_id``) in
+every trial it runs. A worker is dead when:
+
+- it ran on this host and its process is gone (or its pid now names another process);
+- it ran on another host and its heartbeat (``tuner_workers``) is older than the grace
+  period, or it exited while a trial of its was still RUNNING.
+
+A launch row still ``running`` of a dead worker of this host has a server that may live
+on (it runs in its own session): it is stopped by identity, never by pid alone. A server
+of a dead worker on another host is reported with its host and pid, never touched: this
+host cannot tell a pid there from anything else (`tuner cleanup` on that host stops it).
+Every RUNNING trial of a dead worker is marked FAIL with the reason, and its
+configuration is queued again (same role and params, ``tuner_retry_of``); the retry is
+claimed in ``tuner_claims``, so two workers that find the same dead trial queue it once.
+A worker on another host that registered no heartbeat (a tuner before schema 2) is left
+alone: nothing says whether it lives. A trial RUNNING for longer than the grace period
+without any worker named on it lost its worker as it began.
 """
 
 from __future__ import annotations
 
-import os
+import datetime as dt
 import socket
+from collections.abc import Mapping
 
 import optuna
-import psutil
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner import launcher
 from tuner.events import SweepObserver
-from tuner.launcher import procfs
 from tuner.storage import LaunchStatus, Store
+from tuner.storage.tables import WorkerRow
 from tuner.study import attrs
 from tuner.study.storage import open_storage, trial_id
+from tuner.study.workers import Heartbeat, heartbeat_age, worker_alive, worker_id
 
-
-def worker_id() -> str:
-    """This tuner process as other workers and later runs see it: ``host:pid:start``.
-
-    The start time (psutil's create time, in centiseconds) tells a live worker from
-    an unrelated process that got its pid after it died.
-    """
-    start = round(psutil.Process().create_time() * 100)
-    return f"{socket.gethostname()}:{os.getpid()}:{start}"
+RETRY_CLAIM = "retry"
 
 
 def cleanup(storage: str, study_name: str | None, observer: SweepObserver) -> int:
@@ -57,15 +61,33 @@ def recover_interrupted(
     optuna_storage: optuna.storages.BaseStorage,
     store: Store,
     observer: SweepObserver,
-) -> None:
-    """Stop the servers a dead worker of this host left behind; fail its RUNNING trials."""
+    *,
+    heartbeat: Heartbeat | None = None,
+    reported: set[int] | None = None,
+) -> list[int]:
+    """Stop this host's servers of dead workers, report other hosts', fail and requeue the
+    dead workers' RUNNING trials. Returns the numbers of the trials failed here.
+
+    ``reported`` holds the launch ids already reported (a worker says each once).
+    """
+    heartbeat = heartbeat or Heartbeat.from_env()
+    reported = reported if reported is not None else set()
     host = socket.gethostname()
+    dead = _DeadWorkers(store, study.study_name, heartbeat.grace_s)
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     for record in store.running_servers(study.study_name):
-        if record.host != host:
-            continue
         trial = trials.get(record.trial_number) if record.trial_number is not None else None
-        if trial is not None and _worker_running(trial):
+        running = trial is not None and trial.state == TrialState.RUNNING
+        if running and dead.why(_worker_of(trial)) is None:
+            continue  # its worker is alive and measuring it
+        if record.host != host:
+            if running or record.launch_id not in reported:
+                reported.add(record.launch_id)
+                observer.message(
+                    f"server pid {record.pid} of trial {record.trial_number} on host "
+                    f"{record.host} was left by a dead worker; not touched from here: run "
+                    f"`tuner cleanup` on {record.host}"
+                )
             continue
         identity = launcher.ProcessIdentity(
             pid=record.pid or -1,
@@ -79,42 +101,96 @@ def recover_interrupted(
         store.update_launch(record.launch_id, status=LaunchStatus.FAILED, reason="interrupted")
         if stopped:
             observer.message(f"stopped server pid {record.pid} left by an interrupted run")
+    failed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = trial.user_attrs.get(attrs.WORKER, "")
-        if worker.split(":", 1)[0] == host and not worker_alive(worker):
-            number = trial.number
-            optuna_storage.set_trial_user_attr(
-                trial_id(optuna_storage, study.study_name, number), attrs.REASON, "interrupted"
+        worker = _worker_of(trial)
+        reason = dead.why(worker) if worker else dead.orphaned(trial)
+        if reason is not None and _fail_and_requeue(study, optuna_storage, store, trial, reason):
+            failed.append(trial.number)
+            again = ", its configuration queued again" if attrs.PARAMS in trial.user_attrs else ""
+            observer.message(
+                f"trial {trial.number} was interrupted ({reason}); marked failed{again}"
             )
-            study.tell(number, state=TrialState.FAIL)
-            observer.message(f"trial {number} was interrupted; marked failed")
+    return failed
 
 
-def _worker_running(trial: optuna.trial.FrozenTrial) -> bool:
-    """The trial is still RUNNING and the worker that runs it is alive."""
-    return trial.state == TrialState.RUNNING and worker_alive(
-        trial.user_attrs.get(attrs.WORKER, "")
-    )
+def _worker_of(trial: FrozenTrial | None) -> str:
+    return str(trial.user_attrs.get(attrs.WORKER, "")) if trial is not None else ""
 
 
-def worker_alive(worker: str) -> bool:
-    """Whether the tuner process named ``host:pid:start`` (see worker_id) still runs.
+class _DeadWorkers:
+    """Why a worker counts as dead (None: alive, or nothing says otherwise)."""
 
-    This process never counts: a resumed run recovers its own earlier incarnation. A
-    worker that exited and waits to be reaped (a zombie) is gone, not alive.
-    """
+    def __init__(self, store: Store, study: str, grace_s: float) -> None:
+        self.host = socket.gethostname()
+        self.me = worker_id()
+        self.grace_s = grace_s
+        self.now = store.db_now()
+        self.rows: Mapping[str, WorkerRow] = {w.worker: w for w in store.workers(study)}
+
+    def why(self, worker: str) -> str | None:
+        if not worker or worker == self.me:
+            return None
+        worker_host = worker.rsplit(":", 2)[0]
+        if worker_host == self.host:
+            if worker_alive(worker):
+                return None
+            return f"its worker {worker} on this host is gone"
+        row = self.rows.get(worker)
+        if row is None:
+            return None
+        if row.stopped_at is not None:
+            return f"its worker {worker} exited without finishing it"
+        age = heartbeat_age(row, self.now)
+        if age <= self.grace_s:
+            return None
+        return (
+            f"worker {worker} sent no heartbeat for {age:.0f} s (grace {self.grace_s:g} s): "
+            "killed, or its host lost"
+        )
+
+    def orphaned(self, trial: FrozenTrial) -> str | None:
+        """A RUNNING trial no worker ever named itself on: its worker died as it began it.
+
+        run_trial names its worker first thing, so a trial without one for longer than
+        the grace period has none. optuna stamps the start with the starting host's
+        local clock: this is the one age not measured by the database's clock.
+        """
+        if trial.datetime_start is None:
+            return None
+        age = (dt.datetime.now() - trial.datetime_start).total_seconds()
+        if age <= self.grace_s:
+            return None
+        return f"no worker named itself on it in {age:.0f} s: its worker died as it began it"
+
+
+def _fail_and_requeue(
+    study: optuna.Study,
+    optuna_storage: optuna.storages.BaseStorage,
+    store: Store,
+    trial: FrozenTrial,
+    reason: str,
+) -> bool:
+    """FAIL the trial with ``reason`` and queue its configuration again, once in all workers."""
+    if not store.claim(study.study_name, RETRY_CLAIM, str(trial.number), worker_id()):
+        return False  # another worker recovers it
     try:
-        _, pid_text, start_text = worker.rsplit(":", 2)
-        pid, start = int(pid_text), int(start_text)
-    except ValueError:
+        optuna_storage.set_trial_user_attr(
+            trial_id(optuna_storage, study.study_name, trial.number), attrs.REASON, reason
+        )
+        study.tell(trial.number, state=TrialState.FAIL)
+    except RuntimeError:  # it finished meanwhile: its worker was alive after all
         return False
-    if pid == os.getpid():
-        return False
-    try:
-        proc = psutil.Process(pid)
-        running: bool = proc.is_running()
-        same = abs(round(proc.create_time() * 100) - start) <= 100
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-    stat = procfs.read_stat(pid)
-    return running and same and stat is not None and not stat.zombie
+    if attrs.PARAMS in trial.user_attrs:
+        # The values fixed at enqueue time (baseline, confirmations) or suggested so far.
+        params = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+        kept = (attrs.ROLE, attrs.PARAMS, attrs.CONFIG, attrs.PROPOSER)
+        study.enqueue_trial(
+            params,
+            user_attrs={
+                **{k: trial.user_attrs[k] for k in kept if k in trial.user_attrs},
+                attrs.RETRY_OF: trial.number,
+            },
+            skip_if_exists=False,
+        )
+    return True

@@ -4,14 +4,17 @@
 from the trial, refusals before any launch, then one launch measured by the trial
 runner, tuner/trial/runner.py), and one callback, the ``SweepController``
 (tuner/study/controller.py), which decides what comes next and when to stop.
-Before the first trial it recovers what a killed run left behind
-(tuner/study/recovery.py), runs the pre-flight checks, and queues the baseline.
-Re-running the same command resumes the same study.
+Before the first trial it joins the study as a worker (tuner/study/workers.py: same
+hardware as the study's other workers, one live worker on SQLite, a heartbeat), recovers
+what a dead worker left behind (tuner/study/recovery.py; again after every trial), runs
+the pre-flight checks, and queues the baseline. Re-running the same command resumes the
+same study; several workers on one PostgreSQL database share it (docs/distributed.md).
 """
 
 from __future__ import annotations
 
 import random
+import socket
 import time
 import warnings
 from collections.abc import Mapping
@@ -33,9 +36,11 @@ from tuner.storage import Store
 from tuner.study import analysis, attrs, queue, verdicts
 from tuner.study.controller import SweepController
 from tuner.study.probing import ProbeRunner, SweepProbe
-from tuner.study.recovery import recover_interrupted, worker_id
+from tuner.study.recovery import recover_interrupted
 from tuner.study.storage import open_storage, trial_id
 from tuner.study.suggest import suggest
+from tuner.study.workers import Heartbeat, WorkerSession, worker_id
+from tuner.telemetry.fingerprint import Fingerprint, host_fingerprint
 from tuner.telemetry.gpu import GpuBackend, NullGpuBackend
 from tuner.trial.runner import Runner, RunnerOptions, TrialRunner
 
@@ -107,21 +112,72 @@ def run_sweep(
     runner: Runner | None = None,
     preflight: bool = True,
     probe_runner: ProbeRunner | None = None,
+    worker_trials: int | None = None,
+    split_by_host: bool = False,
+    fingerprint: Fingerprint | None = None,
+    heartbeat: Heartbeat | None = None,
 ) -> SweepResult:
     """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
     ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
     by default a TrialRunner launches the space's server for each trial. ``probe_runner``
-    replaces the space's probe command (tests).
+    replaces the space's probe command (tests). ``n_trials`` is the study's budget (all
+    workers together), ``worker_trials`` this worker's own. ``split_by_host`` runs on the
+    study ``NAME@FINGERPRINT`` of this host's hardware (``fingerprint``: this host's by
+    default) instead of refusing a study that runs on other hardware.
     """
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
+    fingerprint = fingerprint or host_fingerprint(gpu)
+    if split_by_host:
+        space = space.model_copy(update={"study_name": f"{space.study_name}@{fingerprint.digest}"})
+    heartbeat = heartbeat or Heartbeat.from_env()
+    if split_by_host:
+        observer.message(
+            f"--split-by-host: this host's kind of hardware ({fingerprint.describe()}) works "
+            f"on study {space.study_name}"
+        )
+    store = Store(storage)
+    # Refused here, before the study is touched: other hardware, a second SQLite worker.
+    with WorkerSession(store, space.study_name, fingerprint, heartbeat) as session:
+        return _run_joined(
+            space,
+            store,
+            session,
+            storage=storage,
+            n_trials=n_trials,
+            seed=seed,
+            observer=observer,
+            gpu=gpu,
+            runner_options=runner_options,
+            runner=runner,
+            preflight=preflight,
+            probe_runner=probe_runner,
+            worker_trials=worker_trials,
+        )
+
+
+def _run_joined(
+    space: Space,
+    store: Store,
+    session: WorkerSession,
+    *,
+    storage: str,
+    n_trials: int,
+    seed: int | None,
+    observer: SweepObserver,
+    gpu: GpuBackend,
+    runner_options: RunnerOptions | None,
+    runner: Runner | None,
+    preflight: bool,
+    probe_runner: ProbeRunner | None,
+    worker_trials: int | None,
+) -> SweepResult:
     spec = space.spec
     # The model's config.json, when it is on this machine: configurations it rules out
     # are recorded as not launched instead of failing after a load.
     model_config = model_limits.load_model_config(space)
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    store = Store(storage)
     name = space.study_name
     # The space as stored: its secret values (server.env HF_TOKEN, --api-key ...) as ***.
     space_text = redact_space_text(space.path.read_text())
@@ -129,7 +185,14 @@ def run_sweep(
     optuna_storage = open_storage(storage)
     study = open_study(optuna_storage, name, spec.direction, seed, spec.objective.metric)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
-    recover_interrupted(study, optuna_storage, store, observer)
+    reported: set[int] = set()
+
+    def recover() -> None:
+        recover_interrupted(
+            study, optuna_storage, store, observer, heartbeat=session.heartbeat, reported=reported
+        )
+
+    recover()
     if preflight and runner is None:
         # `tuner check` first: a bad flag or a misspelt NCCL variable fails in seconds,
         # not after a model load. An injected runner launches nothing: nothing to check.
@@ -140,7 +203,8 @@ def run_sweep(
             raise ConfigError(
                 "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)
             )
-    queue.enqueue_baselines(study, space)
+    claims = queue.Claims(store, name, session.worker)
+    queue.enqueue_baselines(study, space, claims)
     # The probe (docs/probe.md): every NCCL setting measured in seconds, before any load.
     probe = SweepProbe.for_space(space, model_config, observer, probe_runner)
     if probe is not None:
@@ -149,8 +213,17 @@ def run_sweep(
     if runner is None:
         runner = TrialRunner(space, store, gpu=gpu, observer=observer, options=runner_options)
     controller = SweepController(
-        space, store, n_trials=n_trials, observer=observer, seed=seed, probe=probe
+        space,
+        store,
+        n_trials=n_trials,
+        observer=observer,
+        seed=seed,
+        probe=probe,
+        claims=claims,
+        worker_trials=worker_trials,
+        recover=recover,
     )
+    controller.stop_seen = study.user_attrs.get(attrs.STOPPED_BY)
     result = analysis.analyze(store, space)
     controller.queue_confirmations(study, result)
     controller.queue_proposal(study, result)  # a resumed study goes on where it was
@@ -189,6 +262,9 @@ def run_sweep(
             raise
     else:
         controller.finish(study, "budget", f"the budget of {n_trials} launches was already used")
+    if controller.worker_stop is not None:
+        reason, detail = controller.worker_stop
+        return SweepResult(name, reason, detail, launched=controller.launched(study))
     row = store.study(name)
     return SweepResult(
         study_name=name,
@@ -214,7 +290,10 @@ def run_trial(
     """
     spec = space.spec
     role: attrs.Role = trial.user_attrs.get(attrs.ROLE, attrs.SEARCH)
-    trial.set_user_attr(attrs.WORKER, worker_id())
+    trial.set_user_attr(attrs.WORKER, controller.worker or worker_id())
+    trial.set_user_attr(attrs.HOST, socket.gethostname())
+    if controller.store.fingerprint is not None:
+        trial.set_user_attr(attrs.FINGERPRINT, controller.store.fingerprint)
     settings = suggest(trial, spec)
     trial.set_user_attr(attrs.PARAMS, dict(settings.params))
     trial.set_user_attr(attrs.CONFIG, settings.config_hash)
@@ -228,7 +307,7 @@ def run_trial(
     refused = model_limits.settings_refusal(space, model_config, settings)
     if refused:
         _not_launched(trial, f"cannot start with this model: {refused}; not launched")
-    if role == attrs.SEARCH:
+    if role == attrs.SEARCH and attrs.RETRY_OF not in trial.user_attrs:
         previous = controller.previous_trial_of(trial.study, settings.config_hash, trial.number)
         if previous is not None:
             _not_launched(trial, f"same configuration as trial {previous}; not launched again")

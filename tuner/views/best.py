@@ -37,6 +37,7 @@ from tuner.views.deploy import (
     deployment_text,
     line_notes,
 )
+from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.study_access import open_study
 
 FORMATS = ("table", "json", *DEPLOY_FORMATS)
@@ -171,6 +172,8 @@ class BestReport:
     """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
     could_have_missed: CouldHaveMissed | None = None
     """Set when the recommendation is the defaults."""
+    hardware: StudyHardware | None = None
+    """The hosts and the hardware fingerprint the answer comes from; others left out."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -196,6 +199,8 @@ class BestReport:
             out["probe"] = self.probe.to_json()
         if self.could_have_missed is not None:
             out["could_have_missed"] = self.could_have_missed.to_json()
+        if self.hardware is not None:
+            out.update(self.hardware.to_json())
         return out
 
 
@@ -203,11 +208,16 @@ def _entry_json(entry: ConfigEntry | None) -> dict[str, Any] | None:
     return entry.to_json() if entry is not None else None
 
 
-def best_report(storage: str, study: str) -> BestReport:
-    """The answer of ``study``: best, recommended and baseline, with noise and trial counts."""
+def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> BestReport:
+    """The answer of ``study``: best, recommended and baseline, with noise and trial counts.
+
+    Launches on one kind of hardware only (tuner/views/hosts.py): ``fingerprint``, else
+    the kind with the most launches.
+    """
     opened = open_study(storage, study)
     space = opened.space
-    result = analysis.analyze(opened.store, space)
+    hardware = study_hardware(opened.store, study, fingerprint)
+    result = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
     states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
     row = opened.store.study(study)
     rec = result.recommendation()
@@ -247,6 +257,7 @@ def best_report(storage: str, study: str) -> BestReport:
         gain_vs_baseline=gain,
         probe=probe_summary(space, opened.optuna_study, recommended),
         could_have_missed=could_have_missed(result) if keep_defaults else None,
+        hardware=hardware,
     )
 
 
@@ -355,6 +366,9 @@ def print_best(
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
+    if report.hardware is not None:
+        for line in report.hardware.lines():
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     t = report.trials
     console.print(
         f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "

@@ -77,6 +77,8 @@ def run_with_console(
     seed: int | None,
     runs_dir: Path,
     console: Console,
+    worker_trials: int | None = None,
+    split_by_host: bool = False,
 ) -> SweepResult:
     """Load the space, open the GPUs (or say there are none), and run the sweep live."""
     space = load_space(space_path)
@@ -112,6 +114,8 @@ def run_with_console(
                 observer=observer,
                 gpu=gpu,
                 runner_options=RunnerOptions(runs_dir=runs_dir),
+                worker_trials=worker_trials,
+                split_by_host=split_by_host,
             )
     finally:
         gpu.close()

@@ -63,7 +63,16 @@ def stored_space(store: Store, study: str) -> Space:
     """The space the study ran with, as stored (so answers survive edits of the file)."""
     row = store.study(study)
     if row is None or not row.space_text:
-        raise StoreError(f"{safe_url(store.url)}: no study named {study!r} was run by tuner here")
+        split = [n for n in store.study_names() if n.startswith(f"{study}@")]
+        hint = (
+            f"; it was split by host (--split-by-host) into {', '.join(split)}: pass one "
+            "of them to --study"
+            if split
+            else ""
+        )
+        raise StoreError(
+            f"{safe_url(store.url)}: no study named {study!r} was run by tuner here{hint}"
+        )
     return parse_space(
         yaml.safe_load(row.space_text), Path(row.space_path or f"{study}.yaml")
     ).model_copy(update={"study_name": study})

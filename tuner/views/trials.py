@@ -20,6 +20,7 @@ from tuner.errors import StoreError
 from tuner.space.settings import changed_from_defaults
 from tuner.space.spec import Scalar
 from tuner.storage.tables import LaunchRow, LevelRow
+from tuner.study.attrs import HOST as HOST_ATTR
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
@@ -41,6 +42,8 @@ class TrialRow:
     seconds_to_healthy: float | None
     reason: str | None
     """Why the trial failed or was pruned, as the sweep or the launch recorded it."""
+    host: str | None = None
+    """The host it ran on (several share a study on PostgreSQL: docs/distributed.md)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class TrialRow:
             "stderr": self.stderr,
             "seconds_to_healthy": self.seconds_to_healthy,
             "reason": self.reason,
+            "host": self.host,
         }
 
 
@@ -74,6 +78,7 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
                 stderr=launch.objective_se if launch else None,
                 seconds_to_healthy=launch.seconds_to_healthy if launch else None,
                 reason=t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
+                host=launch.host if launch else t.user_attrs.get(HOST_ATTR),
             )
         )
     return rows
@@ -81,16 +86,23 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
 
 def print_trials(storage: str, study: str, console: Console) -> None:
     """The table of `tuner trials`."""
+    rows = trials_rows(storage, study)
+    # A host column only when several hosts worked on the study.
+    several = len({r.host for r in rows if r.host is not None}) > 1
     table = Table(title=f"trials of {study}")
-    for col in ("#", "state", "role", "value", "± s.e.", "load s", "changed params / reason"):
+    columns = ["#", "state", "role", "value", "± s.e.", "load s", "changed params / reason"]
+    for col in [*columns[:3], "host"] if several else columns[:3]:
         table.add_column(col, overflow="fold")
-    for r in trials_rows(storage, study):
+    for col in columns[3:]:
+        table.add_column(col, overflow="fold")
+    for r in rows:
         changed = " ".join(f"{k}={v}" for k, v in r.changed.items()) or "(defaults)"
         detail = changed if r.state == "complete" else f"{changed}  [red]{r.reason or ''}[/]"
         table.add_row(
             str(r.number),
             r.state,
             r.role,
+            *([r.host or "-"] if several else []),
             f"{r.value:.4g}" if r.value is not None else "-",
             f"{r.stderr:.2g}" if r.stderr is not None else "-",
             f"{r.seconds_to_healthy:.1f}" if r.seconds_to_healthy is not None else "-",

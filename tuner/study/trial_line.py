@@ -1,0 +1,24 @@
+"""One line per finished trial, as the sweep prints it: number, role, outcome, what changed."""
+
+from __future__ import annotations
+
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.space.settings import changed_from_defaults
+from tuner.study import attrs
+
+
+def trial_line(trial: FrozenTrial, metric: str) -> str:
+    """One line per finished trial: number, role, state, value, what changed, why it failed."""
+    params = trial.user_attrs.get(attrs.PARAMS) or {}
+    changed = changed_from_defaults(params)
+    what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
+    role = trial.user_attrs.get(attrs.ROLE, "search")
+    if trial.state == TrialState.COMPLETE and trial.value is not None:
+        outcome = f"{metric}={trial.value:.4g}"
+    else:
+        outcome = trial.state.name.lower()
+        reason = trial.user_attrs.get(attrs.REASON)
+        if reason:
+            outcome += f": {reason}"
+    return f"trial {trial.number:>3} {role:<8} {outcome}  {what}"
