@@ -5,6 +5,10 @@ which combinations are impossible (``constraints``), how to measure (``benchmark
 what to optimise (``objective``), when to stop (``stop``) and, optionally, a cheap
 all-reduce probe to run before each launch (``probe``, docs/probe.md). Every error
 names the file, the key and what to do about it; see docs/space-file.md.
+
+About 480 lines, on purpose: one model per section of the file, with the validators that
+tie sections together (a constraint naming a param, an objective level among the
+benchmark's), so that the whole contract of the space file reads in one place.
 """
 
 from __future__ import annotations

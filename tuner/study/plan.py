@@ -16,6 +16,8 @@ and the space's settings ``cost_plan`` works out, with pure arithmetic:
 
 ``CostPlan.lines`` is what the sweep prints (observer.message), ``CostPlan.to_json``
 what it records (study attr ``tuner_plan``). docs/statistics.md ("The cost plan").
+About 470 lines: the arithmetic, the what-ifs and the sentences of one plan, kept
+together so that what is said is what was computed.
 """
 
 from __future__ import annotations
