@@ -119,8 +119,14 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "keep_defaults",
         "gain_vs_baseline",
         "hosts",  # "fingerprint" too when launches record one (tests/unit/test_views_hosts.py)
+        "objectives",
+        "constraints",
         "deploy",
     ]
+    assert answer["objectives"] == [
+        {"metric": "output_throughput", "concurrency": 1, "direction": "maximize"}
+    ]
+    assert answer["constraints"]["limits"] == [] and answer["constraints"]["best"] == []
     entry_keys = ["trial", "trials", "config", "params", "env", "args", "value", "stderr"]
     entry_keys += ["interval", "launches"]
     assert list(answer["best"]) == entry_keys == list(answer["baseline"])

@@ -50,6 +50,7 @@ class Seq:
         "prompt_counted",
         "first_schedule",
         "wake_at",
+        "hold",
     )
 
     def __init__(
@@ -74,6 +75,7 @@ class Seq:
         self.prompt_counted = False
         self.first_schedule = True
         self.wake_at = 1  # the waiter wants to wake once this many tokens exist
+        self.hold = 0  # steps its prefill still waits (a profile's scheduler trade)
 
     @property
     def finished(self) -> bool:
@@ -142,6 +144,7 @@ class Engine:
         self.clock = clock
         self.max_num_seqs = model.effective_max_num_seqs(profile, settings)
         self.max_batched_tokens = model.effective_max_num_batched_tokens(profile, settings)
+        self.hold_steps = model.hold_steps(profile, settings)  # a profile's scheduler trade
         self.kv_capacity = max(1, model.kv_capacity_tokens(profile, settings))
         self.prefix_cache = PrefixCache(
             self.kv_capacity // BLOCK_TOKENS if settings.prefix_caching else 0
@@ -232,6 +235,8 @@ class Engine:
             seq.prefill_left = max(1, seq.prompt_tokens - cached)
         elif seq.first_schedule:
             self.stats.prefix_cache_queries_total += seq.prompt_tokens
+        if seq.first_schedule and self.running:
+            seq.hold = self.hold_steps  # joins a busy batch: its first token comes later
         seq.first_schedule = False
         seq.state = "running"
         seq.kv = seq.prompt_tokens + seq.generated
@@ -256,7 +261,9 @@ class Engine:
                 decode.append(seq)
         budget -= len(decode)
         for seq in self.running.values():
-            if seq.prefill_left > 0 and budget > 0:
+            if seq.hold > 0:  # a scheduler trade holds its prefill back this step
+                seq.hold -= 1
+            elif seq.prefill_left > 0 and budget > 0:
                 chunk = min(seq.prefill_left, budget)
                 prefill.append((seq, chunk))
                 budget -= chunk
@@ -270,12 +277,14 @@ class Engine:
                 break
             self.waiting.popleft()
             self._admit(seq)
+            if seq.hold > 0:
+                continue
             chunk = min(seq.prefill_left, budget)
             prefill.append((seq, chunk))
             budget -= chunk
         batch = len(decode) + len(prefill)
-        if batch == 0:
-            return None
+        if batch == 0 and not self.running:
+            return None  # (held requests alone still take steps: the schedule runs on)
         dt = self._step_time(batch) + model.prefill_time(
             self.profile, self.settings, sum(c for _, c in prefill)
         )

@@ -14,7 +14,7 @@ import math
 
 from tuner.nccl import PROTOCOL_NAMES
 from tuner.sim.nccl import NcclEnv
-from tuner.sim.profiles import GIB, Profile, ThroughputTable, get_profile
+from tuner.sim.profiles import GIB, Profile, SchedulerTrade, ThroughputTable, get_profile
 from tuner.sim.settings import SimSettings
 
 # NCCL's effect on a whole step is clamped to this band: on this PCIe box tuning NCCL is
@@ -65,6 +65,8 @@ def features(settings: SimSettings) -> dict[str, str]:
         "compilation_level": str(compilation_level(settings)),
         "enforce_eager": str(settings.enforce_eager).lower(),
         "custom_all_reduce": "off" if settings.disable_custom_all_reduce else "on",
+        "max_num_seqs": num(settings.max_num_seqs),
+        "max_num_batched_tokens": num(settings.max_num_batched_tokens),
     }
 
 
@@ -179,6 +181,27 @@ def bonus_factor(profile: Profile, settings: SimSettings) -> float:
     return factor
 
 
+def _trades(profile: Profile, settings: SimSettings) -> list[SchedulerTrade]:
+    if not profile.trades:
+        return []
+    feats = features(settings)
+    return [t for t in profile.trades if all(feats.get(k) == v for k, v in t.conditions)]
+
+
+def trade_factor(profile: Profile, settings: SimSettings, batch: int) -> float:
+    """Throughput multiplier of the profile's scheduler trades at ``batch`` (1 at batch 1)."""
+    factor = 1.0
+    for trade in _trades(profile, settings):
+        share = min(1.0, max(0, batch - 1) / max(1, trade.full_batch - 1))
+        factor *= 1.0 + (trade.speedup - 1.0) * share
+    return factor
+
+
+def hold_steps(profile: Profile, settings: SimSettings) -> int:
+    """Steps a request joining a non-empty batch waits for its first token (0: none)."""
+    return max((t.hold_steps for t in _trades(profile, settings)), default=0)
+
+
 def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[float, float]:
     """(compute, all-reduce) seconds of one decode step, before the compilation level and
     the bonuses; the all-reduce part carries the NCCL settings' effect (the sim's probe,
@@ -212,7 +235,7 @@ def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) 
     batch = max(1, batch)
     compute, comm = step_parts(prof, st, batch)
     compile_f = 1.0 + prof.sensitivity.compilation * (compilation_factor(st, batch) - 1.0)
-    return (compute + comm) * compile_f / bonus_factor(prof, st)
+    return (compute + comm) * compile_f / (bonus_factor(prof, st) * trade_factor(prof, st, batch))
 
 
 def prefill_time(profile: Profile, settings: SimSettings, tokens: int) -> float:

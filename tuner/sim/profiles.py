@@ -35,6 +35,23 @@ class Bonus:
 
 
 @dataclass(frozen=True)
+class SchedulerTrade:
+    """A scheduler setting that buys throughput at high concurrency with first-token latency.
+
+    When every condition holds, a decode step is ``speedup`` times faster once the batch
+    reaches ``full_batch`` (linearly less below it, nothing at batch 1), and a request that
+    joins a batch already holding others gets its first token ``hold_steps`` steps later
+    (its prefill waits): TTFT grows at high concurrency, while a single stream, alone in
+    its batch, keeps its own.
+    """
+
+    conditions: tuple[tuple[str, str], ...]
+    speedup: float
+    full_batch: int
+    hold_steps: int = 0
+
+
+@dataclass(frozen=True)
 class ThroughputTable:
     """Calibrated total output tok/s by concurrency, at one tensor-parallel size."""
 
@@ -66,6 +83,7 @@ class Profile:
     gpu_memory_gib: float = 94.97  # what torch reports for a 96 GB RTX PRO 6000
     sensitivity: Sensitivity = field(default_factory=Sensitivity)
     bonuses: tuple[Bonus, ...] = ()
+    trades: tuple[SchedulerTrade, ...] = ()
     reasoning_share: float = 0.0  # share of chat tokens streamed as reasoning_content
     load_shards: int = 2
     step_noise_sd: float = 0.015  # i.i.d. per engine step
@@ -184,6 +202,28 @@ NCCL_GAIN = replace(
     bonuses=(Bonus((("allreduce_proto", "LL"),), 1.05),),
 )
 
+# The latency-throughput trade of docs/simulator.md, "slo-trade". At 64 streams of 32-token
+# requests --max-num-batched-tokens 16384 gives the most tokens per second (+11%) but holds
+# each new request back 10 steps (TTFT p99 about 2.5x); --max-num-seqs 256 gives +4% and
+# leaves TTFT alone. Under a TTFT limit the right answer is --max-num-seqs 256, without one
+# --max-num-batched-tokens 16384 (both together: +16%, TTFT as broken).
+SLO_TRADE_BATCHED_TOKENS = ("max_num_batched_tokens", "16384")
+SLO_TRADE_MAX_NUM_SEQS = ("max_num_seqs", "256")
+
+SLO_TRADE = replace(
+    FLAT,
+    name="slo-trade",
+    description=(
+        "Like flat, except that at 64 streams --max-num-batched-tokens 16384 raises throughput "
+        "~11% but holds new requests back (TTFT p99 ~2.5x), and --max-num-seqs 256 raises it "
+        "~4% with TTFT unchanged; single-stream speed is the same for all."
+    ),
+    trades=(
+        SchedulerTrade((SLO_TRADE_BATCHED_TOKENS,), speedup=1.27, full_batch=64, hold_steps=10),
+        SchedulerTrade((SLO_TRADE_MAX_NUM_SEQS,), speedup=1.06, full_batch=64),
+    ),
+)
+
 REASONING = Profile(
     name="reasoning",
     description="A small dense reasoning model on one GPU; chat streams ~half its tokens as "
@@ -251,7 +291,18 @@ MINIMAX = Profile(
 )
 
 PROFILES: dict[str, Profile] = {
-    p.name: p for p in (KIMI, FLAT, HIDDEN_GAIN, NEEDLE, INTERACTION, NCCL_GAIN, REASONING, MINIMAX)
+    p.name: p
+    for p in (
+        KIMI,
+        FLAT,
+        HIDDEN_GAIN,
+        NEEDLE,
+        INTERACTION,
+        NCCL_GAIN,
+        SLO_TRADE,
+        REASONING,
+        MINIMAX,
+    )
 }
 
 

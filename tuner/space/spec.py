@@ -6,7 +6,7 @@ what to optimise (``objective``), when to stop (``stop``) and, optionally, a che
 all-reduce probe to run before each launch (``probe``, docs/probe.md). Every error
 names the file, the key and what to do about it; see docs/space-file.md.
 
-About 480 lines, on purpose: one model per section of the file, with the validators that
+About 500 lines, on purpose: one model per section of the file, with the validators that
 tie sections together (a constraint naming a param, an objective level among the
 benchmark's), so that the whole contract of the space file reads in one place.
 """
@@ -187,6 +187,18 @@ class ObjectiveSpec(_Strict):
     metric: str = "output_throughput"
     concurrency: int | None = None  # default: the first benchmark level
     direction: Literal["maximize", "minimize"] | None = None  # default: from the metric
+    subject_to: list[str] = Field(default_factory=list)
+    """Limits a recommended configuration must meet, e.g. ``ttft_ms.p99@64 <= 2000``
+    (tuner/space/limits.py parses them; tuner/study/feasibility.py judges them)."""
+
+    @field_validator("subject_to")
+    @classmethod
+    def _readable_limits(cls, value: list[str]) -> list[str]:
+        from tuner.space.limits import parse_limit  # limits.py imports this module's names
+
+        for text in value:
+            parse_limit(text, level="required")  # ValueError: what to write instead
+        return value
 
     @field_validator("metric")
     @classmethod
@@ -375,6 +387,7 @@ class SpaceSpec(_Strict):
                 f"{self.benchmark.concurrency}: add {level} to benchmark.concurrency "
                 "or pick one of those levels"
             )
+        _limit_levels(self.objective.subject_to, self.benchmark.concurrency)
         sizes = self.probe.sizes if self.probe is not None else "auto"
         if isinstance(sizes, list) and len(sizes) < len(self.benchmark.concurrency):
             raise ValueError(
@@ -392,6 +405,20 @@ class SpaceSpec(_Strict):
     @property
     def direction(self) -> Literal["maximize", "minimize"]:
         return self.objective.direction or OBJECTIVE_METRICS[self.objective.metric]
+
+
+def _limit_levels(limits: list[str], levels: list[int]) -> None:
+    """Every level an ``objective.subject_to`` limit names is a benchmark level."""
+    from tuner.space.limits import parse_limit
+
+    for text in limits:
+        level = parse_limit(text, level="required").level
+        if isinstance(level, int) and level not in levels:
+            raise ValueError(
+                f"objective.subject_to: {text!r} names concurrency {level} but "
+                f"benchmark.concurrency runs {levels}: add {level} to benchmark.concurrency "
+                "or name one of those levels (or @* for every level)"
+            )
 
 
 class Space(BaseModel):

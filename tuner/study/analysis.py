@@ -8,6 +8,7 @@ is real and when to stop; `tuner best` asks it for the answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from tuner import stats
 from tuner.space.settings import changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
-from tuner.study import search
+from tuner.study import feasibility, search
 
 SCREEN_CONFIDENCE = 0.8
 """Confidence of the screening test that earns a configuration a confirmation launch."""
@@ -51,6 +52,8 @@ class StudyAnalysis:
     launch_counts: dict[str, int] = field(default_factory=dict)
     measured: tuple[tuple[dict[str, Scalar], stats.LaunchEstimate], ...] = ()
     """Every launch with a measurement, pruned ones included: what the search model fits."""
+    limit_checks: dict[str, feasibility.Feasibility] = field(default_factory=dict)
+    """Each configuration against the space's ``objective.subject_to``; empty without limits."""
 
     @property
     def direction(self) -> stats.Direction:
@@ -64,10 +67,23 @@ class StudyAnalysis:
         """Trusted enough to be the best: the baseline, or launched 1 + confirmations times."""
         return config.is_baseline or len(config.launches) >= 1 + self.space.spec.stop.confirmations
 
+    def limit_verdict(self, config: ConfigResult) -> feasibility.LimitVerdict:
+        """``feasible`` (always, without limits), ``infeasible`` or ``uncertain``."""
+        judged = self.limit_checks.get(config.config_hash)
+        return judged.verdict if judged is not None else "feasible"
+
+    def eligible(self, config: ConfigResult) -> bool:
+        """May be the best or the recommendation: meets every limit beyond noise."""
+        return self.limit_verdict(config) == "feasible"
+
+    def eligible_hash(self, config_hash: str) -> bool:
+        config = self.configs.get(config_hash)
+        return config is None or self.eligible(config)
+
     @property
     def best(self) -> ConfigResult | None:
-        """The confirmed configuration with the best mean."""
-        trusted = [c for c in self.configs.values() if self.confirmed(c)]
+        """The confirmed configuration with the best mean, among those meeting the limits."""
+        trusted = [c for c in self.configs.values() if self.confirmed(c) and self.eligible(c)]
         if not trusted:
             return None
         sign = 1.0 if self.direction == "maximize" else -1.0
@@ -86,16 +102,24 @@ class StudyAnalysis:
                 label=f"trial {c.trials[0]}",
             )
             for c in self.configs.values()
+            if self.eligible(c)  # a configuration that breaks a limit is never recommended
         ]
         baseline = self.baseline
-        if baseline is None:
-            return None  # nothing to recommend against until the defaults are measured
-        return stats.recommend(
+        if baseline is None or not candidates:
+            return None  # nothing to recommend against, or nothing meets the limits
+        rec = stats.recommend(
             candidates,
             direction=self.direction,
             min_gain=stop.min_gain,
             confidence=stop.confidence,
             baseline_key=baseline.config_hash,
+        )
+        judged = self.limit_checks.get(baseline.config_hash)
+        if judged is None or judged.verdict == "feasible":
+            return rec
+        may = "break" if judged.verdict == "infeasible" else "may break"
+        return dataclasses.replace(
+            rec, reason=f"the defaults {may} {judged.describe()}; so {rec.reason}"
         )
 
     def compare(self, a: ConfigResult, b: ConfigResult) -> stats.Comparison:
@@ -133,13 +157,15 @@ class StudyAnalysis:
         if stop.confirmations <= 0:
             return []
         reference = self.configs.get(against) if against else None
+        if reference is not None and not self.eligible(reference):
+            reference = None  # more launches showed it breaks a limit
         reference = reference or self.best
-        if reference is None:
-            return []
-        wanted = []
+        if reference is None:  # with limits: nothing confirmed meets them yet
+            return self.uncertain_leaders(None) + self._unconfirmed_feasible()
+        wanted = self.uncertain_leaders(reference)
         for c in self.configs.values():
-            if c.config_hash == reference.config_hash or c.is_baseline:
-                continue
+            if c.config_hash == reference.config_hash or c.is_baseline or not self.eligible(c):
+                continue  # a configuration that breaks a limit is not worth confirming
             extra = len(c.launches) - 1
             if extra >= stop.confirmation_cap:
                 continue
@@ -155,6 +181,35 @@ class StudyAnalysis:
             ):
                 wanted.append(c)
         return wanted
+
+    def uncertain_leaders(self, reference: ConfigResult | None) -> list[ConfigResult]:
+        """Configurations whose limits are uncertain but whose mean beats ``reference`` (or
+        any, without one): launched again, up to the confirmation cap, so that the noise
+        decides no longer whether they may be recommended."""
+        stop = self.space.spec.stop
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        wanted = []
+        for c in self.configs.values():
+            if self.limit_verdict(c) != "uncertain" or c is reference:
+                continue
+            first = stop.baseline_launches if c.is_baseline else 1
+            if len(c.launches) - first >= stop.confirmation_cap:
+                continue
+            if reference is None or sign * c.estimate.mean > sign * reference.estimate.mean:
+                wanted.append(c)
+        return wanted
+
+    def _unconfirmed_feasible(self) -> list[ConfigResult]:
+        """Without any confirmed configuration meeting the limits: those that meet them and
+        were launched too few times to be trusted."""
+        return [
+            c
+            for c in self.configs.values()
+            if self.limit_checks
+            and not c.is_baseline
+            and self.eligible(c)
+            and not self.confirmed(c)
+        ]
 
     def observations(self) -> list[search.Observation]:
         """The measured launches, each with the variance of its mean (both kinds of noise)."""
@@ -230,4 +285,5 @@ def analyze(store: Store, space: Space, *, fingerprint: str | None = None) -> St
         noise=noise,
         launch_counts=dict(counts),
         measured=tuple(measured),
+        limit_checks=feasibility.judge(store, space, groups),
     )

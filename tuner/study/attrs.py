@@ -29,6 +29,10 @@ RETRY_OF: Final = "tuner_retry_of"
 """Of a trial queued again after its worker died: the number of the trial it repeats."""
 PROPOSER: Final = "tuner_proposer"
 """Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
+CONSTRAINTS: Final = "tuner_constraints"
+"""Of a launched trial: per ``objective.subject_to`` limit, this launch's value minus the
+limit (<= 0 meets it); optuna's samplers and optuna-dashboard read it through the
+sampler's ``constraints_func`` (tuner/study/sweep.py)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
 VERDICT: Final = "tuner_verdict"
 """Of a trial: its launch against the defaults when it was measured (study/verdicts.py).

@@ -217,6 +217,9 @@ class SweepController:
             self.observer.message(
                 f"trial {config.trials[-1]} looks better than the best; "
                 "launching it again to confirm"
+                if result.eligible(config)
+                else f"trial {config.trials[-1]} may break a limit "
+                f"({result.limit_checks[config.config_hash].describe()}); launching it again"
             )
 
     def _claim_confirmation(
@@ -291,7 +294,7 @@ class SweepController:
         if best is None:
             return
         incumbent = study.user_attrs.get(attrs.INCUMBENT)
-        if incumbent is None:
+        if incumbent is None or not result.eligible_hash(incumbent):
             study.set_user_attr(attrs.INCUMBENT, best.config_hash)
             study.set_user_attr(attrs.LAST_GAIN_TRIAL, trial.number)
             return

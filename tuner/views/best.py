@@ -29,6 +29,7 @@ from tuner.space.settings import changed_from_defaults, server_argv, settings_fr
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
 from tuner.study.probe_summary import ProbeSummary, probe_summary
+from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
@@ -174,6 +175,10 @@ class BestReport:
     """Set when the recommendation is the defaults."""
     hardware: StudyHardware | None = None
     """The hosts and the hardware fingerprint the answer comes from; others left out."""
+    objectives: tuple[dict[str, Any], ...] = ()
+    """What the study optimises: metric, concurrency, direction (one entry today)."""
+    limits: LimitsAnswer | None = None
+    """The candidates against ``objective.subject_to`` (tuner/views/best_limits.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -201,6 +206,8 @@ class BestReport:
             out["could_have_missed"] = self.could_have_missed.to_json()
         if self.hardware is not None:
             out.update(self.hardware.to_json())
+        out["objectives"] = list(self.objectives)
+        out["constraints"] = self.limits.to_json() if self.limits is not None else None
         return out
 
 
@@ -258,6 +265,10 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         probe=probe_summary(space, opened.optuna_study, recommended),
         could_have_missed=could_have_missed(result) if keep_defaults else None,
         hardware=hardware,
+        objectives=tuple(objectives(space)),
+        limits=limits_answer(
+            result, {"baseline": baseline, "best": best, "recommended": recommended}
+        ),
     )
 
 
@@ -366,6 +377,9 @@ def print_best(
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
+    if report.limits is not None:
+        for line in report.limits.lines(report.metric):
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
     if report.hardware is not None:
         for line in report.hardware.lines():
             console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -380,6 +394,8 @@ def print_best(
 def no_answer_sentence(report: BestReport) -> str:
     """Why ``report`` holds no answer, with the trial counts and where to look."""
     t = report.trials
+    if report.limits is not None and report.limits.note is not None:
+        return f"study {report.study!r}: {report.limits.note}; see them with: tuner trials"
     counts = f"{t.complete} complete, {t.failed} failed, {t.pruned} pruned, {t.running} running"
     if t.complete == 0:
         why = "has no completed trial yet"
