@@ -141,7 +141,9 @@ def test_shipped_space_found_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert resolve_space_path("sim").name == "sim.yaml"
 
 
-@pytest.mark.parametrize("name", ["sim.yaml", "nccl.yaml"])
+@pytest.mark.parametrize(
+    "name", ["sim.yaml", "nccl.yaml", "vllm-cpu.yaml", "slo-sim.yaml", "slo-vllm-cpu.yaml"]
+)
 def test_shipped_spaces_are_valid(name: str) -> None:
     space = load_space(name)
     assert space.spec.params

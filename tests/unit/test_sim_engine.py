@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tuner.sim import model
-from tuner.sim.engine import Engine, launch_speed_factor
+from tuner.sim.engine import Engine, Seq, launch_speed_factor
 from tuner.sim.prefix_cache import PrefixCache
 from tuner.sim.profiles import PROFILES, Profile
 from tuner.sim.settings import SimSettings, parse_settings
@@ -224,3 +224,25 @@ def test_stop_releases_waiters() -> None:
 def test_default_settings_object_works() -> None:
     engine = Engine(KIMI, SimSettings(), rng=random.Random(0))
     assert engine.max_num_seqs == 1024 and engine.max_batched_tokens == 8192
+
+
+def _steps_to_first_token(engine: Engine, seq: Seq) -> int:
+    steps = 0
+    while seq.generated == 0:
+        plan = engine.schedule()
+        assert plan is not None
+        engine.finish_step(plan)
+        steps += 1
+    return steps
+
+
+def test_the_slo_trade_holds_a_request_that_joins_a_busy_batch_back() -> None:
+    slo = PROFILES["slo-trade"]
+    for argv, hold in ((["--max-num-batched-tokens", "16384"], 24), ([], 0)):
+        engine = make_engine(*argv, profile=slo)
+        alone = engine.add(prompt_tokens=8, max_tokens=100)
+        assert _steps_to_first_token(engine, alone) == 1  # a single stream never waits
+        joining = engine.add(prompt_tokens=8, max_tokens=4)
+        assert _steps_to_first_token(engine, joining) == 1 + hold
+        drain(engine)
+        assert joining.generated == 4 and alone.generated == 100

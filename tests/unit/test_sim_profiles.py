@@ -249,3 +249,17 @@ def test_every_profile_has_noise_and_sane_tables() -> None:
         for table in prof.tables:
             conc = [c for c, _ in table.points]
             assert conc == sorted(conc) and conc[0] == 1
+
+
+def test_the_slo_trade_speeds_up_high_concurrency_only() -> None:
+    """slo-trade: the batched-token setting buys more throughput at 64 streams than the
+    max-num-seqs one, neither changes one stream (docs/simulator.md)."""
+    batched = settings("--max-num-batched-tokens", "16384")
+    seqs = settings("--max-num-seqs", "256")
+    assert step_time("slo-trade", batched, 1) == step_time("slo-trade", settings(), 1)
+    assert step_time("slo-trade", seqs, 1) == step_time("slo-trade", settings(), 1)
+    base = step_time("slo-trade", settings(), 64)
+    assert base / step_time("slo-trade", batched, 64) == pytest.approx(1.55)
+    assert base / step_time("slo-trade", seqs, 64) == pytest.approx(1.06)
+    # Other profiles ignore both settings.
+    assert step_time(KIMI, batched, 64) == step_time(KIMI, settings(), 64)

@@ -263,7 +263,8 @@ class Engine:
         for seq in self.running.values():
             if seq.hold > 0:  # a scheduler trade holds its prefill back this step
                 seq.hold -= 1
-            elif seq.prefill_left > 0 and budget > 0:
+                continue
+            if seq.prefill_left > 0 and budget > 0:
                 chunk = min(seq.prefill_left, budget)
                 prefill.append((seq, chunk))
                 budget -= chunk
@@ -277,7 +278,8 @@ class Engine:
                 break
             self.waiting.popleft()
             self._admit(seq)
-            if seq.hold > 0:
+            if seq.hold > 0:  # held from this step on
+                seq.hold -= 1
                 continue
             chunk = min(seq.prefill_left, budget)
             prefill.append((seq, chunk))

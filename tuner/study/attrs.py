@@ -30,9 +30,9 @@ RETRY_OF: Final = "tuner_retry_of"
 PROPOSER: Final = "tuner_proposer"
 """Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
 CONSTRAINTS: Final = "tuner_constraints"
-"""Of a launched trial: per ``objective.subject_to`` limit, this launch's value minus the
-limit (<= 0 meets it); optuna's samplers and optuna-dashboard read it through the
-sampler's ``constraints_func`` (tuner/study/sweep.py)."""
+"""Of a launched trial: per ``objective.subject_to`` limit (its text), this launch's value
+minus the limit (<= 0 meets it). The same values are the trial's optuna constraints
+(``Trial.set_constraint``), which optuna's samplers read (tuner/study/sweep.py)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
 VERDICT: Final = "tuner_verdict"
 """Of a trial: its launch against the defaults when it was measured (study/verdicts.py).

@@ -17,13 +17,12 @@ import random
 import socket
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import optuna
 import sqlalchemy.exc
-from optuna.trial import FrozenTrial
 
 from tuner import stats
 from tuner.check import check_space
@@ -62,22 +61,15 @@ def open_study(
     direction: stats.Direction,
     seed: int | None,
     metric: str | None = None,
-    n_limits: int = 0,
 ) -> optuna.Study:
     """Create or load the optuna study; TPE seeded, our own stop logic; the objective named
-    ``metric`` (optuna-dashboard shows the name instead of "Objective 0"). With
-    ``n_limits`` (the space's ``objective.subject_to``), the sampler reads each trial's
-    constraint values, so TPE and optuna-dashboard know which trials broke a limit."""
+    ``metric`` (optuna-dashboard shows the name instead of "Objective 0")."""
     with warnings.catch_warnings():
         # multivariate TPE models interactions (NCCL_PROTO x channels); optuna still
         # labels it experimental, which is noise for our users.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.TPESampler(
-            seed=seed,
-            n_startup_trials=5,
-            multivariate=True,
-            group=True,
-            constraints_func=_constraint_values(n_limits) if n_limits else None,
+            seed=seed, n_startup_trials=5, multivariate=True, group=True
         )
     for attempt in range(3):
         try:
@@ -97,19 +89,6 @@ def open_study(
                 raise
             time.sleep(0.5 + random.random())
     raise AssertionError("unreachable")
-
-
-def _constraint_values(n_limits: int) -> Callable[[FrozenTrial], Sequence[float]]:
-    """optuna's ``constraints_func``: a launch's stored values; a trial measured nothing
-    (refused before a launch, pruned) counts as breaking every limit."""
-
-    def values(trial: FrozenTrial) -> Sequence[float]:
-        stored = trial.user_attrs.get(attrs.CONSTRAINTS)
-        if isinstance(stored, list) and len(stored) == n_limits:
-            return [float(v) for v in stored]
-        return [feasibility.NOT_MEASURED] * n_limits
-
-    return values
 
 
 def name_objective(study: optuna.Study, metric: str | None) -> None:
@@ -204,14 +183,7 @@ def _run_joined(
     space_text = redact_space_text(space.path.read_text())
     store.ensure_study(name, space_path=str(space.path), space_text=space_text)
     optuna_storage = open_storage(storage)
-    study = open_study(
-        optuna_storage,
-        name,
-        spec.direction,
-        seed,
-        spec.objective.metric,
-        n_limits=len(spec.objective.subject_to),
-    )
+    study = open_study(optuna_storage, name, spec.direction, seed, spec.objective.metric)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
     reported: set[int] = set()
 
@@ -373,9 +345,8 @@ def run_trial(
         trial.set_user_attr(attrs.REASON, outcome.pruned_reason)
         trial.set_user_attr(attrs.VERDICT, outcome.pruned_reason)  # "pruned after ..."
         raise optuna.TrialPruned(outcome.pruned_reason)
-    if spec.objective.subject_to:  # this launch against the limits, for optuna's sampler
-        values = feasibility.optuna_values(controller.store, space, outcome.launch_id)
-        trial.set_user_attr(attrs.CONSTRAINTS, values)
+    if spec.objective.subject_to:
+        _record_limits(trial, space, controller, outcome.launch_id)
     # The launch row is complete: the study's analysis now counts it.
     verdict = verdicts.measured_verdict(
         analysis.analyze(controller.store, space), settings.config_hash
@@ -383,6 +354,18 @@ def run_trial(
     if verdict is not None:
         trial.set_user_attr(attrs.VERDICT, verdict)
     return outcome.mean
+
+
+def _record_limits(
+    trial: optuna.Trial, space: Space, controller: SweepController, launch_id: int
+) -> None:
+    """This launch against each limit (value minus limit, <= 0 meets it) as optuna's trial
+    constraints, which its samplers read, and as a user attr, which optuna-dashboard shows."""
+    values = feasibility.optuna_values(controller.store, space, launch_id)
+    named = dict(zip(space.spec.objective.subject_to, values, strict=True))
+    for text, value in named.items():
+        trial.set_constraint(text, value)
+    trial.set_user_attr(attrs.CONSTRAINTS, named)
 
 
 def _not_launched(trial: optuna.Trial, reason: str) -> NoReturn:
