@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 import yaml
 
@@ -102,6 +103,12 @@ def test_under_the_limit_the_latency_breaking_setting_is_never_recommended(
     assert tried, "the search never tried the setting the limit is about"
     verdicts = [result.limit_verdict(config) for config in tried]
     assert "feasible" not in verdicts and "infeasible" in verdicts
+    # Each launch's TTFT minus the limit is its optuna constraint, which TPE reads.
+    trials = optuna.load_study(study_name="slo", storage=storage).get_trials(deepcopy=False)
+    measured = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert measured and all(set(t.constraints) == {LIMIT} for t in measured)
+    assert any(t.constraints[LIMIT] > 0 for t in measured)  # the trade broke it
+    assert any(t.constraints[LIMIT] <= 0 for t in measured)  # the defaults did not
     answer = _best_json(tmp_path, storage)
     assert answer["recommended"]["params"][BATCHED] == "default"
     assert answer["best"]["params"][BATCHED] == "default"
