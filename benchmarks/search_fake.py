@@ -11,6 +11,11 @@ real benchmark confirms it. It measures the decisions only: no launcher, no HTTP
     python benchmarks/search_fake.py                                 # 40 studies per case
     python benchmarks/search_fake.py --futility 0 --studies 60       # the plateau rule alone
     python benchmarks/search_fake.py --min-trials 2 --noise 0.01     # another floor, 1% noise
+    python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --trace
+    python benchmarks/search_fake.py --max-confirmations 1 --baseline-launches 3   # stop rules
+
+``--trace`` prints each study's launches by role (b baseline, s search, c confirm, x
+simplify). Cases: flat, hidden-gain and interaction, as in search_efficiency.py.
 """
 
 from __future__ import annotations

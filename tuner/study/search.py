@@ -7,14 +7,17 @@ objective's logarithm is a baseline plus one effect per non-default value of a p
 is sparse (most settings do nothing at all), each launch weighs by its measured noise,
 and the posterior is sampled by Gibbs sampling.
 
-A proposal is the incumbent (the configuration the sweep last confirmed as a gain) with
-a few settings changed: untried values first, several per launch (a group test), as many
-as it takes to try them all within the patience; among those, the neighbour most likely
-to beat the incumbent by min_gain. A value seen to help elsewhere is carried onto the
-incumbent; one seen to hurt is left alone; a setting that may be what makes the
-incumbent fast is changed only alone. ``simplify`` drops the settings the model finds
-idle, for the launch before the answer. Interactions are not modelled; when no neighbour
-is left, the sweep asks optuna's TPE. Pure: no I/O, numbers in, a proposal out.
+A proposal is the stack when the model believes in it (tuner/study/stacking.py: the
+incumbent with every launched value that looks good), else the incumbent (the
+configuration the sweep last confirmed as a gain) with a few settings changed: values
+not yet screened first (launched fewer than SCREEN_REPEATS times), several per launch (a
+group test), as many as it takes to screen them all within the patience; among those,
+the neighbour most likely to beat the incumbent by min_gain. A value seen to help
+elsewhere is carried onto the incumbent; one seen to hurt is left alone; a setting that
+may be what makes the incumbent fast is changed only alone. ``simplify`` drops the
+settings the model finds idle, for the launch before the answer. Interactions are not
+modelled; when no neighbour is left, the sweep asks optuna's TPE. Pure: no I/O, numbers
+in, a proposal out.
 docs/search.md has the whole method.
 """
 
@@ -308,10 +311,13 @@ def propose(
 ) -> dict[str, Scalar] | None:
     """The next configuration to launch near ``incumbent``, or None when none is left.
 
-    1. Values no launch has set yet are tried first, as many per launch as it takes to
-       try them all within the patience (``trials_left`` search trials), up to
-       ``max_changes``; one more change may carry a value that looked good elsewhere.
-       A working param's untried value goes alone, in a launch of its own.
+    0. The stack (``stacking.stacked``), when not launched yet and the model gives it
+       ``stacking.STACK_CHANCE`` or more of beating the incumbent by ``min_gain``.
+    1. Values launched fewer than SCREEN_REPEATS times are tried first (never launched
+       before launched once), as many per launch as it takes to screen them all within
+       the patience (``trials_left`` search trials), up to ``max_changes``; one more
+       change may carry a value that looked good elsewhere. A working param's untried
+       value goes alone, in a launch of its own.
     2. Among the neighbours at least half as likely to beat the incumbent by
        ``min_gain`` as the likeliest (the share of posterior draws in which their
        effects add up to more), the one trying the most untried values wins; then the
