@@ -11,6 +11,11 @@ real benchmark confirms it. It measures the decisions only: no launcher, no HTTP
     python benchmarks/search_fake.py                                 # 40 studies per case
     python benchmarks/search_fake.py --futility 0 --studies 60       # the plateau rule alone
     python benchmarks/search_fake.py --min-trials 2 --noise 0.01     # another floor, 1% noise
+    python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --trace
+    python benchmarks/search_fake.py --max-confirmations 1 --baseline-launches 3   # stop rules
+
+``--trace`` prints each study's launches by role (b baseline, s search, c confirm, x
+simplify). Cases: flat, hidden-gain and interaction, as in search_efficiency.py.
 """
 
 from __future__ import annotations
@@ -29,8 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-CASES = {"flat": (20, 1.0), "hidden-gain": (30, 1.08)}  # budget, optimum
+CASES = {
+    "flat": (20, 1.0),
+    "hidden-gain": (30, 1.08),
+    "interaction": (30, 1.07 * 1.025),
+}  # budget, optimum
 WITHIN = 0.98
+ROLE_LETTERS = {"baseline": "b", "search": "s", "confirm": "c", "simplify": "x"}
 
 
 def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -48,6 +58,10 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     budget, optimum = CASES[case]
     base = yaml.safe_load((ROOT / "search_spaces" / "sim.yaml").read_text())
     stop = {**base["stop"], "futility": args.futility}
+    if args.baseline_launches is not None:
+        stop["baseline_launches"] = args.baseline_launches
+    if args.max_confirmations is not None:
+        stop["max_confirmations"] = args.max_confirmations
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "space.yaml"
         space_dict = {
@@ -56,6 +70,7 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             "params": base["params"],
             "constraints": base.get("constraints", []),
             "stop": stop,
+            "search": {"max_changes": args.max_changes},
         }
         path.write_text(yaml.safe_dump(space_dict))
         space = load_space(path)
@@ -90,6 +105,7 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             "launched": result.launched,
             "keep_defaults": bool(report.keep_defaults),
             "within": true >= WITHIN * optimum - 1e-12,
+            "roles": "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
         }
 
 
@@ -101,6 +117,10 @@ def main() -> int:
     p.add_argument("--noise", type=float, default=0.004, help="rel sd of each kind of noise")
     p.add_argument("--futility", type=float, default=0.05, help="stop.futility (0: off)")
     p.add_argument("--min-trials", type=int, default=None, help="override futility.MIN_TRIALS (5)")
+    p.add_argument("--max-changes", type=int, default=3, help="search.max_changes")
+    p.add_argument("--max-confirmations", type=int, default=None, help="stop.max_confirmations")
+    p.add_argument("--baseline-launches", type=int, default=None, help="stop.baseline_launches")
+    p.add_argument("--trace", action="store_true", help="print each study's launch roles")
     args = p.parse_args()
     print(
         f"search_fake: noise {args.noise:g} each kind, futility {args.futility:g}, "
@@ -113,6 +133,12 @@ def main() -> int:
             run_case(case, s, args) for s in range(args.first_seed, args.first_seed + args.studies)
         ]
         n = len(rows)
+        if args.trace:
+            for r in rows:
+                ok = r["keep_defaults"] if case == "flat" else r["within"]
+                print(
+                    f"  seed {r['seed']:>3} {'ok  ' if ok else 'MISS'} {r['stop']:<8} {r['roles']}"
+                )
         used = [r["launched"] for r in rows]
         reasons: dict[str, int] = {}
         for r in rows:

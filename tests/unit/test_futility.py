@@ -142,12 +142,23 @@ def test_once_the_gains_are_found_the_model_stops_the_search_early(
     assert off_answer is not None and off_answer.changed == answer.recommended.changed
 
 
-def test_a_flat_study_on_assumed_noise_waits_for_the_patience(tmp_path: Path) -> None:
-    # Two baseline launches leave the between-launch noise near its 1% prior: a value
-    # launched once cannot be cleared of a 1% effect, so the model does not stop it.
+def test_a_flat_study_stops_as_futile_only_once_every_value_is_launched(tmp_path: Path) -> None:
+    # The search tries every value (9 here) in groups before it screens any twice, so
+    # the model has seen each of them launched once, at no gain, when it stops the
+    # search; not before futility.MIN_TRIALS search trials. (Before the search screened
+    # values twice it spread them over the whole patience, and the plateau came first.)
     result, runner, _ = _sweep(tmp_path, lambda p: 100.0, stop={}, noise=0.001)
-    assert result.stop_reason == "plateau"
-    assert [role for role, _ in runner.launched].count("search") == 8
+    assert result.stop_reason == "futile"
+    searched = [changed for role, changed in runner.launched if role == "search"]
+    assert futility.MIN_TRIALS <= len(searched) < 8
+    seen = {(name, str(value)) for changed in searched for name, value in changed.items()}
+    every = {
+        (name, str(value))
+        for name, param in SPACE["params"].items()
+        for value in param["choices"]
+        if value != "default"
+    }
+    assert seen == every
 
 
 def test_a_study_with_a_gain_left_does_not_stop_as_futile_before_finding_it(tmp_path: Path) -> None:
