@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +54,18 @@ def write_space(tmp_path: Path, name: str = "fast", **overrides: Any) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(space, sort_keys=False))
     return path
+
+
+def run_tuner(
+    *args: str, cwd: Path, timeout: float = 150, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m tuner ARGS`` in ``cwd``: its output captured, a wide terminal (tables keep
+    whole rows), and ``env`` added to this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "tuner", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.sweep_helpers import write_space
+from tests.integration.sweep_helpers import run_tuner, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.sweep import run_sweep
@@ -19,14 +17,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 def _tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=150,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_tuner(*args, cwd=cwd)
 
 
 def test_check_plan_launches_the_defaults_once_and_records_nothing(tmp_path: Path) -> None:

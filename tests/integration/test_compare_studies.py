@@ -3,27 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.integration.sweep_helpers import FAST_SIM, write_space
+from tests.integration.sweep_helpers import FAST_SIM, run_tuner, write_space
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
 def _tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=200,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_tuner(*args, cwd=cwd, timeout=200)
 
 
 def test_two_sweeps_side_by_side_as_a_table_and_json(tmp_path: Path) -> None:

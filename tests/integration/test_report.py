@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from tests.browser import find_chromium, load_page
-from tests.integration.sweep_helpers import write_space
+from tests.integration.sweep_helpers import run_tuner, write_space
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.views.report import artifact_dir, report_artifacts, write_report
@@ -62,14 +62,7 @@ DOM_CHECK = """(() => {
 
 
 def _tuner(*args: str, cwd: Path, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", "TUNER_CACHE_DIR": str(cwd / "cache")},
-    )
+    return run_tuner(*args, cwd=cwd, timeout=timeout, env={"TUNER_CACHE_DIR": str(cwd / "cache")})
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,14 @@ logs, runs, caches) and no output of ``run``, ``best`` (every format), ``trials`
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import optuna
 import pytest
 
-from tests.integration.sweep_helpers import FAST_SIM, write_space
+from tests.integration.sweep_helpers import FAST_SIM, run_tuner, write_space
 from tuner.study import attrs
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -29,15 +27,10 @@ SIM_MODEL = "sim/kimi-k2.5-int4-tp8"  # named, so no unauthenticated model disco
 
 
 def _tuner(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
+    return run_tuner(
+        *args,
         cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=150,
         env={
-            **os.environ,
-            "COLUMNS": "200",
             "OPENAI_API_KEY": KEY,  # what the benchmark sends as "Authorization: Bearer"
             "TUNER_CACHE_DIR": str(cwd / "cache"),  # the --help cache is tuner's file too
         },

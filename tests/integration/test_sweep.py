@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import httpx
 import optuna
 import pytest
 
-from tests.integration.sweep_helpers import FAST_SIM, write_space
+from tests.integration.sweep_helpers import FAST_SIM, run_tuner, write_space
 from tuner.launcher import ServerProcess, free_port
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
@@ -27,14 +26,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 def _tuner(*args: str, cwd: Path, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_tuner(*args, cwd=cwd, timeout=timeout)
 
 
 def test_env_and_flags_reach_the_server_and_default_unsets(
