@@ -210,6 +210,23 @@ class ObjectiveSpec(_Strict):
         return value
 
 
+class ObjectiveItem(_Strict):
+    """One of several objectives (``objectives:``): a metric at a level, and its direction."""
+
+    metric: str
+    concurrency: int | None = None  # default: the first benchmark level
+    direction: Literal["maximize", "minimize"] | None = None  # default: from the metric
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str) -> str:
+        if value not in OBJECTIVE_METRICS:
+            raise ValueError(
+                f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}"
+            )
+        return value
+
+
 class StopSpec(_Strict):
     """When to stop searching, and what counts as a gain."""
 
@@ -360,9 +377,19 @@ class SpaceSpec(_Strict):
     constraints: list[Constraint] = Field(default_factory=list)
     benchmark: BenchmarkSpec = Field(default_factory=BenchmarkSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    objectives: list[ObjectiveItem] | None = None
+    """Several objectives (docs/statistics.md, "Several objectives"); the first one also
+    fills ``objective`` (see _first_objective), so one-objective code reads it unchanged."""
     stop: StopSpec = Field(default_factory=StopSpec)
     search: SearchSpec = Field(default_factory=SearchSpec)
     probe: ProbeSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_objective(cls, raw: Any) -> Any:
+        from tuner.space.objectives import merge_first_objective  # it reads this module's names
+
+        return merge_first_objective(raw)
 
     @field_validator("constraints", mode="before")
     @classmethod
@@ -380,6 +407,13 @@ class SpaceSpec(_Strict):
                         f"constraint '{c}' names {side!r}, which is not a param; "
                         f"params are: {', '.join(self.params) or '(none)'}"
                     )
+        for i, item in enumerate(self.objectives or ()):
+            if item.concurrency is not None and item.concurrency not in self.benchmark.concurrency:
+                raise ValueError(
+                    f"objectives[{i}].concurrency is {item.concurrency} but "
+                    f"benchmark.concurrency runs {self.benchmark.concurrency}: add "
+                    f"{item.concurrency} to benchmark.concurrency or pick one of those levels"
+                )
         level = self.objective.concurrency
         if level is not None and level not in self.benchmark.concurrency:
             raise ValueError(
@@ -490,7 +524,7 @@ def _explain(path: Path, exc: ValidationError) -> str:
     """One readable line per problem: file, dotted key, what is wrong and the fix."""
     lines = []
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        key = _key(err["loc"])
         if err["type"] == "extra_forbidden":
             msg = "unknown key; remove it or check its spelling (see docs/space-file.md)"
         elif err["type"] == "missing":
@@ -499,6 +533,13 @@ def _explain(path: Path, exc: ValidationError) -> str:
             msg = err["msg"].removeprefix("Value error, ")
         lines.append(f"{path}: {key}: {msg}")
     return "\n".join(lines)
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    """The dotted key of an error; an ``objectives`` item as ``objectives[1].metric``."""
+    if len(loc) >= 2 and loc[0] == "objectives" and isinstance(loc[1], int):
+        return ".".join([f"objectives[{loc[1]}]", *(str(p) for p in loc[2:])])
+    return ".".join(str(p) for p in loc) or "(top level)"
 
 
 def _as_text(value: Any) -> str:

@@ -16,7 +16,9 @@ from tuner import stats
 from tuner.space.settings import changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
+from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.study import feasibility, search
+from tuner.study.objective_values import ObjectiveEstimates, estimate_objectives
 
 SCREEN_CONFIDENCE = 0.8
 """Confidence of the screening test that earns a configuration a confirmation launch."""
@@ -54,6 +56,9 @@ class StudyAnalysis:
     """Every launch with a measurement, pruned ones included: what the search model fits."""
     limit_checks: dict[str, feasibility.Feasibility] = field(default_factory=dict)
     """Each configuration against the space's ``objective.subject_to``; empty without limits."""
+    objective_estimates: ObjectiveEstimates | None = None
+    """With several objectives (``objectives:``), each configuration on every one of them
+    (tuner/study/pareto.py judges them); None with one."""
 
     @property
     def direction(self) -> stats.Direction:
@@ -286,4 +291,9 @@ def analyze(store: Store, space: Space, *, fingerprint: str | None = None) -> St
         launch_counts=dict(counts),
         measured=tuple(measured),
         limit_checks=feasibility.judge(store, space, groups),
+        objective_estimates=(
+            estimate_objectives(store, study_objectives(space.spec), groups)
+            if is_multi_objective(space.spec)
+            else None
+        ),
     )

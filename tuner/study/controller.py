@@ -25,10 +25,22 @@ from optuna.trial import FrozenTrial, TrialState
 
 from tuner import stats
 from tuner.events import SweepObserver
+from tuner.space.objectives import is_multi_objective
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility, peers, plan, queue, search, verdicts
+from tuner.study import (
+    analysis,
+    attrs,
+    futility,
+    pareto,
+    pareto_sweep,
+    peers,
+    plan,
+    queue,
+    search,
+    verdicts,
+)
 from tuner.study.probing import SweepProbe
 from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
@@ -60,6 +72,9 @@ class SweepController:
         self.store = store
         self.n_trials = n_trials
         self.observer = observer
+        # Several objectives (tuner/study/pareto_sweep.py): no incumbent, no local search,
+        # no pruning or final checks, all of which model one objective.
+        self.multi = is_multi_objective(self.spec)
         self._idle_proposals = 0
         # Several workers (docs/distributed.md): once-only launches are claimed; a worker may
         # have a budget of its own; dead workers' trials are recovered after every trial.
@@ -95,7 +110,7 @@ class SweepController:
         """A function of the rounds so far: a reason to stop this trial early, or None."""
         result = analysis.analyze(self.store, self.space)
         best = result.best
-        if best is None:
+        if best is None or self.multi:  # a launch slow on one objective may win another
             return None
 
         def check(rounds: Sequence[float]) -> str | None:
@@ -133,7 +148,10 @@ class SweepController:
         if self.probe is not None:
             self.probe.update(study, result)  # NCCL params it finds cannot help: frozen
         self._announce_plan(study, result)
-        self._track_gain(study, result, trial)  # first: confirmations screen against it
+        if self.multi:
+            pareto_sweep.track(study, result, trial, self.observer)
+        else:
+            self._track_gain(study, result, trial)  # first: confirmations screen against it
         self.queue_confirmations(study, result)
 
         verdict = self._stop_verdict(study, result)
@@ -173,6 +191,9 @@ class SweepController:
             # The checks before the answer are worth their launches.
             if self._queue_final_checks(study, result):
                 return None
+            if self.multi:
+                since = self._search_trials_since_gain(study)
+                return "plateau", pareto_sweep.plateau_sentence(study, since)
             return "plateau", self._plateau_sentence(study, result)
         elif (chance := self._futile(study, result)) is not None:
             if self._queue_final_checks(study, result):
@@ -208,14 +229,22 @@ class SweepController:
         }
         incumbent = study.user_attrs.get(attrs.INCUMBENT)
         trials = study.get_trials(deepcopy=False)
-        for config in result.needs_confirmation(against=incumbent):
+        wanted = (
+            pareto.needs_confirmation(result)
+            if self.multi
+            else result.needs_confirmation(against=incumbent)
+        )
+        for config in wanted:
             if config.config_hash in waiting or not self._claim_confirmation(trials, config):
                 continue
             queue.enqueue_launch(
                 study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
             )
             self.observer.message(
-                f"trial {config.trials[-1]} looks better than the best; "
+                f"trial {config.trials[-1]} looks better than the defaults on an objective "
+                "and no trusted configuration dominates it; launching it again to confirm"
+                if self.multi
+                else f"trial {config.trials[-1]} looks better than the best; "
                 "launching it again to confirm"
                 if result.eligible(config)
                 else f"trial {config.trials[-1]} may break a limit "
@@ -237,8 +266,8 @@ class SweepController:
         when every neighbour of the incumbent has been tried: optuna's TPE then proposes.
         """
         baseline = result.baseline
-        if self.spec.search.method != "local" or baseline is None:
-            return
+        if self.spec.search.method != "local" or baseline is None or self.multi:
+            return  # several objectives: optuna's multi-objective TPE proposes
         trials = study.get_trials(deepcopy=False)
         if any(t.state == TrialState.WAITING for t in trials):
             return
@@ -331,8 +360,11 @@ class SweepController:
     def _queue_final_checks(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
         """Before the answer: launch a simpler form of the best, then settle a close call.
 
-        True when launches were queued (the sweep goes on until they are done).
+        True when launches were queued (the sweep goes on until they are done). None with
+        several objectives: both checks measure the gain on one.
         """
+        if self.multi:
+            return False
         return self._queue_simplification(study, result) or self._queue_tiebreak(study, result)
 
     def _queue_simplification(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
@@ -425,7 +457,7 @@ class SweepController:
         have run without a gain; else None (search on)."""
         stop = self.spec.stop
         baseline = result.baseline
-        if stop.futility <= 0 or baseline is None:
+        if stop.futility <= 0 or baseline is None or self.multi:
             return None
         if self._search_trials_since_gain(study) < futility.MIN_TRIALS:
             return None

@@ -17,7 +17,7 @@ import random
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -30,11 +30,13 @@ from tuner.errors import BenchmarkError, ConfigError, LaunchError, Terminated
 from tuner.events import SweepObserver
 from tuner.secrets import redact_space_text
 from tuner.space import model_limits
+from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import violated_constraints
 from tuner.space.spec import Space
 from tuner.storage import Store
 from tuner.study import analysis, attrs, feasibility, queue, verdicts
 from tuner.study.controller import SweepController
+from tuner.study.objective_values import launch_means
 from tuner.study.probing import ProbeRunner, SweepProbe
 from tuner.study.recovery import recover_interrupted
 from tuner.study.storage import open_storage, trial_id
@@ -58,12 +60,16 @@ class SweepResult:
 def open_study(
     storage: optuna.storages.BaseStorage,
     name: str,
-    direction: stats.Direction,
+    direction: stats.Direction | Sequence[stats.Direction],
     seed: int | None,
-    metric: str | None = None,
+    metric: str | Sequence[str] | None = None,
 ) -> optuna.Study:
     """Create or load the optuna study; TPE seeded, our own stop logic; the objective named
-    ``metric`` (optuna-dashboard shows the name instead of "Objective 0")."""
+    ``metric`` (optuna-dashboard shows the name instead of "Objective 0").
+
+    Several objectives: ``direction`` and ``metric`` are sequences, one per objective; the
+    study is optuna's multi-objective one (TPE models their Pareto front)."""
+    many = not isinstance(direction, str)
     with warnings.catch_warnings():
         # multivariate TPE models interactions (NCCL_PROTO x channels); optuna still
         # labels it experimental, which is noise for our users.
@@ -76,7 +82,8 @@ def open_study(
             study = optuna.create_study(
                 storage=storage,
                 study_name=name,
-                direction=direction,
+                direction=None if many else direction,
+                directions=list(direction) if many else None,
                 sampler=sampler,
                 load_if_exists=True,
             )
@@ -91,13 +98,13 @@ def open_study(
     raise AssertionError("unreachable")
 
 
-def name_objective(study: optuna.Study, metric: str | None) -> None:
-    """Name the study's objective after its metric, once (a stored name is kept)."""
+def name_objective(study: optuna.Study, metric: str | Sequence[str] | None) -> None:
+    """Name the study's objectives after their metrics, once (a stored name is kept)."""
     if metric is None or study.metric_names is not None:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.set_metric_names([metric])
+        study.set_metric_names([metric] if isinstance(metric, str) else list(metric))
 
 
 def run_sweep(
@@ -183,7 +190,7 @@ def _run_joined(
     space_text = redact_space_text(space.path.read_text())
     store.ensure_study(name, space_path=str(space.path), space_text=space_text)
     optuna_storage = open_storage(storage)
-    study = open_study(optuna_storage, name, spec.direction, seed, spec.objective.metric)
+    study = _open_objectives(optuna_storage, name, space, seed)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
     reported: set[int] = set()
 
@@ -228,7 +235,7 @@ def _run_joined(
     controller.queue_confirmations(study, result)
     controller.queue_proposal(study, result)  # a resumed study goes on where it was
 
-    def objective(trial: optuna.Trial) -> float:
+    def objective(trial: optuna.Trial) -> float | list[float]:
         return run_trial(
             trial,
             space,
@@ -283,11 +290,15 @@ def run_trial(
     launch_trial_id: int | None = None,
     model_config: Mapping[str, Any] | None = None,
     probe: SweepProbe | None = None,
-) -> float:
+) -> float | list[float]:
     """The objective: settings from the trial, then launch and measure them.
 
     ``launch_trial_id`` is optuna's storage-wide id of the trial, kept on the launch row.
+    With several objectives it returns one value per objective (the launch's mean over its
+    rounds at that objective's level), and neither reports rounds nor prunes: optuna's
+    multi-objective studies take neither.
     """
+    multi = is_multi_objective(space.spec)
     spec = space.spec
     role: attrs.Role = trial.user_attrs.get(attrs.ROLE, attrs.SEARCH)
     trial.set_user_attr(attrs.WORKER, controller.worker or worker_id())
@@ -316,7 +327,7 @@ def run_trial(
         if refused:
             _not_launched(trial, refused)
     trial.set_user_attr(attrs.LAUNCHED, True)
-    prune_check = controller.prune_check(trial.study) if role == attrs.SEARCH else None
+    prune_check = controller.prune_check(trial.study) if role == attrs.SEARCH and not multi else None
     try:
         outcome = runner.run(
             trial_id=launch_trial_id,
@@ -335,7 +346,7 @@ def run_trial(
             attrs.REASON, str(stop) if isinstance(stop, Terminated) else "interrupted"
         )
         raise
-    for step, value in enumerate(outcome.round_values):
+    for step, value in enumerate(() if multi else outcome.round_values):
         trial.report(value, step)
     for key, value in outcome.headline.items():
         trial.set_user_attr(key, value)
@@ -353,7 +364,23 @@ def run_trial(
     )
     if verdict is not None:
         trial.set_user_attr(attrs.VERDICT, verdict)
+    if multi:
+        objectives = study_objectives(spec)
+        return launch_means(controller.store, outcome.launch_id, objectives)
     return outcome.mean
+
+
+def _open_objectives(
+    storage: optuna.storages.BaseStorage, name: str, space: Space, seed: int | None
+) -> optuna.Study:
+    """The optuna study: one objective, or several (``objectives:``) named ``metric@level``."""
+    spec = space.spec
+    if not is_multi_objective(spec):
+        return open_study(storage, name, spec.direction, seed, spec.objective.metric)
+    objectives = study_objectives(spec)
+    return open_study(
+        storage, name, [o.direction for o in objectives], seed, [o.name for o in objectives]
+    )
 
 
 def _record_limits(

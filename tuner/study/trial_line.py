@@ -14,8 +14,9 @@ def trial_line(trial: FrozenTrial, metric: str) -> str:
     changed = changed_from_defaults(params)
     what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
     role = trial.user_attrs.get(attrs.ROLE, "search")
-    if trial.state == TrialState.COMPLETE and trial.value is not None:
-        outcome = f"{metric}={trial.value:.4g}"
+    if trial.state == TrialState.COMPLETE and trial.values:
+        # Several objectives: the first one's value, as the metric names it.
+        outcome = f"{metric}={trial.values[0]:.4g}"
     else:
         outcome = trial.state.name.lower()
         reason = trial.user_attrs.get(attrs.REASON)

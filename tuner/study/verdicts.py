@@ -63,7 +63,14 @@ def final_verdicts(result: analysis.StudyAnalysis, trials: Sequence[FrozenTrial]
 
 
 def answer_sentence(result: analysis.StudyAnalysis) -> str:
-    """The study's answer in one sentence: what to deploy, or keep the defaults."""
+    """The study's answer in one sentence: what to deploy, or keep the defaults (with
+    several objectives, the rule of tuner/stats/pareto.py)."""
+    if result.objective_estimates is not None:
+        from tuner.study import pareto  # pareto reads analysis, as this module does
+
+        answer = pareto.front(result)
+        if answer is not None:
+            return answer.reason
     rec = result.recommendation()
     if rec is None:
         return "no answer yet: the defaults (the baseline) have no completed launch"

@@ -74,7 +74,7 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
                 state=t.state.name.lower(),
                 role=t.user_attrs.get(ROLE_ATTR, "search"),
                 changed=changed_from_defaults(params),
-                value=t.value,
+                value=t.values[0] if t.values else None,  # several objectives: the first
                 stderr=launch.objective_se if launch else None,
                 seconds_to_healthy=launch.seconds_to_healthy if launch else None,
                 reason=t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
