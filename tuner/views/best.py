@@ -30,6 +30,7 @@ from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
 from tuner.study.probe_summary import ProbeSummary, probe_summary
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
+from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
@@ -176,9 +177,12 @@ class BestReport:
     hardware: StudyHardware | None = None
     """The hosts and the hardware fingerprint the answer comes from; others left out."""
     objectives: tuple[dict[str, Any], ...] = ()
-    """What the study optimises: metric, concurrency, direction (one entry today)."""
+    """What the study optimises: metric, concurrency, direction (one entry per objective)."""
     limits: LimitsAnswer | None = None
     """The candidates against ``objective.subject_to`` (tuner/views/best_limits.py)."""
+    pareto: ParetoView | None = None
+    """Several objectives: the front of trusted configurations (tuner/views/best_pareto.py);
+    ``recommended`` is then its recommendation, ``best`` the best on the first objective."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -208,6 +212,8 @@ class BestReport:
             out.update(self.hardware.to_json())
         out["objectives"] = list(self.objectives)
         out["constraints"] = self.limits.to_json() if self.limits is not None else None
+        if self.pareto is not None:
+            out["pareto"] = self.pareto.to_json()
         return out
 
 
@@ -230,12 +236,17 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     rec = result.recommendation()
     best = result.configs.get(rec.best) if rec else None
     recommended = result.configs.get(rec.recommended) if rec else None
+    reason = rec.reason if rec is not None else None
+    front = pareto_view(result)  # several objectives: their rule recommends
+    if front is not None:
+        recommended, reason = result.configs[front.recommended], front.reason
+        best = best or recommended
     baseline = result.baseline
     recommended_entry = config_entry(space, recommended)
     keep_defaults = None
-    if recommended_entry is not None and rec is not None:
-        recommended_entry = dataclasses.replace(recommended_entry, reason=rec.reason)
-        keep_defaults = baseline is not None and rec.recommended == baseline.config_hash
+    if recommended_entry is not None and recommended is not None:
+        recommended_entry = dataclasses.replace(recommended_entry, reason=reason)
+        keep_defaults = baseline is not None and recommended is baseline
     gain = None
     if recommended is not None and baseline is not None and recommended is not baseline:
         cmp = result.compare(recommended, baseline)
@@ -263,12 +274,13 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
         probe=probe_summary(space, opened.optuna_study, recommended),
-        could_have_missed=could_have_missed(result) if keep_defaults else None,
+        could_have_missed=could_have_missed(result) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),
         limits=limits_answer(
             result, {"baseline": baseline, "best": best, "recommended": recommended}
         ),
+        pareto=front,
     )
 
 
@@ -363,7 +375,10 @@ def print_best(
             for note in line_notes(chosen, fmt):
                 notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         return
-    console.print(_best_table(report))
+    if report.pareto is not None:
+        console.print(report.pareto.table(report.study, report.confidence))
+    else:
+        console.print(_best_table(report))
     if report.noise is not None:
         console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
     if rec is not None:

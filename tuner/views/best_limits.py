@@ -1,7 +1,7 @@
 """`tuner best`'s objectives and limits: what was optimised, and each candidate's limits.
 
-``objectives`` lists what the study optimises (one entry: several objectives are not
-built); ``limits_answer`` judges the baseline, the best and the recommended configuration
+``objectives`` lists what the study optimises (one entry, or one per item of
+``objectives:``); ``limits_answer`` judges the baseline, the best and the recommended configuration
 against ``objective.subject_to`` (tuner/study/feasibility.py) and names the configurations
 the limits left out that beat the recommendation on the objective: which limit each broke,
 and by how much.
@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.space.objectives import study_objectives
 from tuner.space.spec import Space
 from tuner.study import analysis
 
@@ -21,14 +22,7 @@ CANDIDATES = ("baseline", "best", "recommended")
 
 def objectives(space: Space) -> list[dict[str, Any]]:
     """The study's objectives as `tuner best --format json` lists them."""
-    spec = space.spec
-    return [
-        {
-            "metric": spec.objective.metric,
-            "concurrency": spec.objective_concurrency,
-            "direction": spec.direction,
-        }
-    ]
+    return [o.to_json() for o in study_objectives(space.spec)]
 
 
 @dataclass(frozen=True)
