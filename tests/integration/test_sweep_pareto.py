@@ -72,5 +72,7 @@ def test_two_objective_front_and_recommendation(tmp_path: Path) -> None:
     assert "non-dominated" in recommended["reason"]
 
     # The deploy formats deploy the recommendation of the front.
-    args = run_tuner("best", "--study", "pareto-sim", "--storage", storage, "-f", "args", cwd=tmp_path)
+    args = run_tuner(
+        "best", "--study", "pareto-sim", "--storage", storage, "-f", "args", cwd=tmp_path
+    )
     assert args.stdout.strip() == "--max-num-seqs 256", args.stdout + args.stderr

@@ -117,9 +117,7 @@ class ParetoJudge:
         for c in candidates:
             by = tuple(o.key for o in candidates if o is not c and self.dominates(o, c))
             vs = (
-                self.versus(c, baseline)
-                if baseline is not None and c.key != baseline.key
-                else None
+                self.versus(c, baseline) if baseline is not None and c.key != baseline.key else None
             )
             entries.append(ParetoEntry(c.key, by, vs))
         by_key = {c.key: c for c in candidates}

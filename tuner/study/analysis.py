@@ -13,10 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from tuner import stats
+from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
-from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.study import feasibility, search
 from tuner.study.objective_values import ObjectiveEstimates, estimate_objectives
 

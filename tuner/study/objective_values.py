@@ -47,16 +47,16 @@ def estimate_objectives(
     per_config: dict[str, list[stats.ConfigEstimate | None]] = defaultdict(list)
     noises = []
     for i in range(len(objectives)):
-        launches = {
-            key: [v[i] for row in rows if (v := values.get(row.id)) and v[i] is not None]
-            for key, rows in groups.items()
-        }
+        launches: dict[str, list[stats.LaunchEstimate]] = {}
+        for key, rows in groups.items():
+            measured = [values[row.id][i] for row in rows if row.id in values]
+            launches[key] = [e for e in measured if e is not None]
         noise = stats.between_launch_variance(launches.values())
         noises.append(noise)
-        for key, measured in launches.items():
+        for key, found in launches.items():
             estimate = (
-                stats.config_estimate(measured, noise or stats.NoiseEstimate.prior())
-                if measured
+                stats.config_estimate(found, noise or stats.NoiseEstimate.prior())
+                if found
                 else None
             )
             per_config[key].append(estimate)
@@ -88,9 +88,7 @@ def launch_means(store: Store, launch_id: int, objectives: Sequence[Objective]) 
     return [e.mean if e is not None else math.nan for e in found]
 
 
-def _launch_estimate(
-    objective: Objective, by_round: Any
-) -> stats.LaunchEstimate | None:
+def _launch_estimate(objective: Objective, by_round: Any) -> stats.LaunchEstimate | None:
     per_round = []
     for levels in by_round:
         summary = levels.get(objective.concurrency)

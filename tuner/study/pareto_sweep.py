@@ -38,7 +38,8 @@ def track(
     study.set_user_attr(attrs.LAST_GAIN_TRIAL, trial.number)
     for key in new:
         observer.message(
-            "recommendable: " + pareto.describe(result, result.configs[key])
+            "recommendable: "
+            + pareto.describe(result, result.configs[key])
             + " (better than the defaults on an objective, worse on none)"
         )
 

@@ -69,7 +69,7 @@ def open_study(
 
     Several objectives: ``direction`` and ``metric`` are sequences, one per objective; the
     study is optuna's multi-objective one (TPE models their Pareto front)."""
-    many = not isinstance(direction, str)
+    directions = None if isinstance(direction, str) else list(direction)
     with warnings.catch_warnings():
         # multivariate TPE models interactions (NCCL_PROTO x channels); optuna still
         # labels it experimental, which is noise for our users.
@@ -82,8 +82,8 @@ def open_study(
             study = optuna.create_study(
                 storage=storage,
                 study_name=name,
-                direction=None if many else direction,
-                directions=list(direction) if many else None,
+                direction=direction if isinstance(direction, str) else None,
+                directions=directions,
                 sampler=sampler,
                 load_if_exists=True,
             )
@@ -180,7 +180,6 @@ def _run_joined(
     probe_runner: ProbeRunner | None,
     worker_trials: int | None,
 ) -> SweepResult:
-    spec = space.spec
     # The model's config.json, when it is on this machine: configurations it rules out
     # are recorded as not launched instead of failing after a load.
     model_config = model_limits.load_model_config(space)
@@ -327,7 +326,9 @@ def run_trial(
         if refused:
             _not_launched(trial, refused)
     trial.set_user_attr(attrs.LAUNCHED, True)
-    prune_check = controller.prune_check(trial.study) if role == attrs.SEARCH and not multi else None
+    prune_check = (
+        controller.prune_check(trial.study) if role == attrs.SEARCH and not multi else None
+    )
     try:
         outcome = runner.run(
             trial_id=launch_trial_id,

@@ -68,7 +68,9 @@ class ParetoRow:
             "config": self.config,
             "changed": dict(self.changed),
             "launches": self.launches,
-            "objectives": {o.name: v.to_json() for o, v in zip(objectives, self.values, strict=True)},
+            "objectives": {
+                o.name: v.to_json() for o, v in zip(objectives, self.values, strict=True)
+            },
             "dominated": self.dominated,
             "dominated_by": list(self.dominated_by),
             "recommendable": self.recommendable,
