@@ -37,7 +37,7 @@ def _space(tmp_path: Path) -> Path:
 def test_two_objective_front_and_recommendation(tmp_path: Path) -> None:
     storage = f"sqlite:///{tmp_path}/e.db"
     ran = run_tuner(
-        "run", "--space", str(_space(tmp_path)), "--trials", "12", "--seed", "3",
+        "run", "--space", str(_space(tmp_path)), "--trials", "14", "--seed", "3",
         "--storage", storage, cwd=tmp_path,
     )  # fmt: skip
     assert ran.returncode == 0, ran.stdout + ran.stderr
