@@ -155,6 +155,10 @@ def test_in_a_sweep_the_breaking_setting_is_not_proposed_again(tmp_path: Path) -
     launches = _steered_sweep(tmp_path / "limit", ["ttft_ms.p99@64 <= 60"])
     assert any(p.get("batched") == 16384 for _, _, p in launches), "never tried"
     assert _local_with_batched_after_first(launches) == []
+    # Nor does optuna's TPE launch it, once the local search has nothing left.
+    first = next(i for i, (_, _, p) in enumerate(launches) if p.get("batched") == 16384)
+    assert [p for role, _, p in launches[first + 1 :] if role == "search"
+            and p.get("batched") == 16384] == []  # fmt: skip
     # Without the limit the search carries the setting on to other combinations.
     free = _steered_sweep(tmp_path / "free", [])
     assert _local_with_batched_after_first(free) != []

@@ -11,7 +11,8 @@ over repeated configurations as feasibility.judge does, and within).
 
 A candidate is **likely infeasible** when the model's posterior probability that its
 mean breaks a limit exceeds STEER_CONFIDENCE. The controller asks before queueing a
-proposal (``propose_avoiding``) and asks the search again, without it, when it is.
+proposal (``propose_avoiding``) and asks the search again, without it, when it is; a
+configuration optuna's TPE proposes is asked about too (``refusal``), and not launched.
 
 Two choices, and why:
 
@@ -138,6 +139,15 @@ def propose_avoiding(
         skipped.append(f"not proposing {changed}: it likely breaks {why}")
         excluded.add(settings.config_hash)
     return None, skipped
+
+
+def refusal(store: Store, space: Space, params: Mapping[str, Scalar], seed: int) -> str | None:
+    """Why a configuration optuna's TPE proposed is not launched (it likely breaks a
+    limit), or None: TPE reads the limits only as soft constraints, and would otherwise
+    launch what the local search just skipped."""
+    steering = fit_steering(store, space, np.random.default_rng(seed))
+    why = steering.likely_breaks(params) if steering is not None else None
+    return f"likely breaks {why}; not launched" if why else None
 
 
 _SCALE = search.PRIOR_EFFECT_SD / LIMIT_EFFECT_SD
