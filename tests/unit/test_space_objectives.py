@@ -87,3 +87,19 @@ def test_shipped_pareto_space_has_two_objectives() -> None:
         "output_throughput@64",
         "ttft_ms_p99@64",
     ]
+
+
+def test_capacity_among_several_objectives_says_what_to_write() -> None:
+    text = error(objectives=[TWO[0], {"metric": "capacity"}])
+    assert "objectives[1].metric is capacity" in text
+    assert "objective.metric: capacity" in text
+
+
+def test_goodput_objective_needs_its_slos() -> None:
+    text = error(objectives=[TWO[0], {"metric": "goodput", "concurrency": 64}])
+    assert "objectives[1].metric is goodput" in text and "benchmark.goodput" in text
+    spec = parse(
+        objectives=[TWO[0], {"metric": "goodput", "concurrency": 64}],
+        benchmark={**BASE["benchmark"], "goodput": {"ttft_ms": 1000}},
+    )
+    assert [o.metric for o in study_objectives(spec)] == ["output_throughput", "goodput"]

@@ -73,6 +73,34 @@ def test_a_database_a_newer_tuner_wrote_is_refused_with_the_fix(tmp_path: Path) 
             text("UPDATE tuner_meta SET value = :v WHERE key = :k"),
             {"v": str(SCHEMA_VERSION + 1), "k": VERSION_KEY},
         )
-    with pytest.raises(StoreError, match=r"schema version 3, newer .*Upgrade tuner"):
+    newer = SCHEMA_VERSION + 1
+    with pytest.raises(StoreError, match=rf"schema version {newer}, newer .*Upgrade tuner"):
         Store(url)
     assert _version(url) == str(SCHEMA_VERSION + 1)  # refused before anything was written
+
+
+def test_a_version_2_database_gains_the_capacity_columns_and_keeps_its_levels(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/v2.db"
+    store = Store(url)
+    launch = store.add_launch(study="s", role="search", config_hash="a", params={}, env={}, argv=[])
+    store.add_level(launch, round_index=0, summary={"concurrency": 8, "completed": 1, "errors": 0},
+                    requests=[])  # fmt: skip
+    engine = create_engine(url)
+    with engine.begin() as conn:  # back to version 2: the columns of version 3 dropped
+        conn.execute(text("ALTER TABLE tuner_launches DROP COLUMN capacity"))
+        conn.execute(text("ALTER TABLE tuner_levels DROP COLUMN capacity_search"))
+        conn.execute(text("UPDATE tuner_meta SET value = '2' WHERE key = :k"), {"k": VERSION_KEY})
+    upgraded = Store(url)
+    assert upgraded.schema_version_found == 2
+    assert _version(url) == str(SCHEMA_VERSION)
+    (old,) = upgraded.levels(launch)  # NULL: a fixed level, as every level before version 3
+    assert old.capacity_search is None and old.concurrency == 8
+    assert upgraded.levels(launch, capacity_search=True) == []
+    searched = {"concurrency": 16, "completed": 1, "errors": 0}
+    upgraded.add_level(launch, round_index=0, summary=searched, requests=[], capacity_search=True)
+    assert [lv.concurrency for lv in upgraded.levels(launch)] == [8]
+    assert [lv.concurrency for lv in upgraded.levels_of([launch], capacity_search=True)] == [16]
+    upgraded.update_launch(launch, capacity=[{"round": 0, "capacity": 12}])
+    assert upgraded.launches("s")[0].capacity == [{"round": 0, "capacity": 12}]

@@ -359,7 +359,8 @@ def timings(store: Store, launches: Sequence[LaunchRow]) -> tuple[LaunchTiming, 
         if row.finished_at is None or row.trial_number is None:
             continue
         total = max(0.0, (row.finished_at - row.started_at).total_seconds())
-        levels = store.levels(row.id)
+        # The capacity search's levels are benchmark time too (not curve points).
+        levels = [*store.levels(row.id), *store.levels(row.id, capacity_search=True)]
         benchmark = sum(level.duration_s for level in levels)
         warmup = sum(
             max(0.0, float(level.summary.get("wall_s", level.duration_s)) - level.duration_s)

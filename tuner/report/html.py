@@ -138,7 +138,9 @@ def _answer_section(data: ReportData) -> str:
     t = a.trials
     noise = f"noise between launches ±{a.noise.rel_sd:.2%} (1 s.d.)" if a.noise is not None else ""
     meta = (
-        f"Objective: {a.metric} at concurrency {a.concurrency} ({a.direction}); "
+        f"Objective: {a.metric}"
+        + ("" if a.metric == "capacity" else f" at concurrency {a.concurrency}")
+        + f" ({a.direction}); "
         f"{a.confidence:.0%} confidence; {noise}. Trials: {t.complete} complete, {t.failed} "
         f"failed, {t.pruned} pruned. Stopped: {a.stop_reason or 'not yet'}"
         + (f" ({a.stop_detail})" if a.stop_detail else "")
@@ -149,6 +151,8 @@ def _answer_section(data: ReportData) -> str:
         f'<p class="verdict" id="verdict">{esc(data.verdict)}</p>',
         _answer_table(a.baseline, a.best, a.recommended),
     ]
+    if a.capacity is not None:  # views/best_capacity.py: the capacity searches' figures
+        parts.append(f'<p id="capacity">{"<br>".join(esc(x) for x in a.capacity.lines())}</p>')
     rec = a.recommended
     if rec is not None and not a.keep_defaults:
         parts.append(

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tuner.errors import ConfigError
+from tuner.space.slo import CapacitySpec, check_goodput, check_slo_objective
 
 DEFAULT = "default"
 """The choice that means: leave the variable unset, leave the argument out."""
@@ -34,6 +35,9 @@ LATENCY_STATS = ("mean", "p50", "p90", "p99")
 OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
     **{name: "maximize" for name in THROUGHPUT_METRICS},
     **{f"{fam}_{stat}": "minimize" for fam in LATENCY_FAMILIES for stat in LATENCY_STATS},
+    # tuner/space/slo.py: with benchmark.goodput / benchmark.capacity
+    "goodput": "maximize",
+    "capacity": "maximize",
 }
 
 
@@ -167,6 +171,10 @@ class BenchmarkSpec(_Strict):
     request_timeout_s: float = Field(default=600, gt=0)
     max_error_rate: float = Field(default=0.0, ge=0, le=1)
     cpus: list[int] | None = None
+    goodput: dict[str, float] | None = None  # SLOs in ms (tuner/space/slo.py)
+    capacity: CapacitySpec | None = None  # the concurrency search per round
+
+    _goodput = field_validator("goodput")(check_goodput)
 
     @field_validator("concurrency", mode="before")
     @classmethod
@@ -408,6 +416,18 @@ class SpaceSpec(_Strict):
                         f"params are: {', '.join(self.params) or '(none)'}"
                     )
         for i, item in enumerate(self.objectives or ()):
+            if item.metric == "capacity":
+                # The several-objective estimates read fixed levels (study/objective_values).
+                raise ValueError(
+                    f"objectives[{i}].metric is capacity, which is not supported among "
+                    "several objectives yet: make it the one objective (objective.metric: "
+                    "capacity), or use a metric at a level (e.g. goodput with benchmark.goodput)"
+                )
+            if item.metric == "goodput" and self.benchmark.goodput is None:
+                raise ValueError(
+                    f"objectives[{i}].metric is goodput but benchmark.goodput sets no SLO: add "
+                    "e.g. benchmark.goodput: {ttft_ms: 1000, tpot_ms: 50} (milliseconds)"
+                )
             if item.concurrency is not None and item.concurrency not in self.benchmark.concurrency:
                 raise ValueError(
                     f"objectives[{i}].concurrency is {item.concurrency} but "
@@ -422,6 +442,11 @@ class SpaceSpec(_Strict):
                 "or pick one of those levels"
             )
         _limit_levels(self.objective.subject_to, self.benchmark.concurrency)
+        objective, bench = self.objective, self.benchmark
+        check_slo_objective(
+            objective.metric, objective.concurrency, objective.subject_to,
+            bench.goodput, bench.capacity,
+        )  # fmt: skip
         sizes = self.probe.sizes if self.probe is not None else "auto"
         if isinstance(sizes, list) and len(sizes) < len(self.benchmark.concurrency):
             raise ValueError(

@@ -30,9 +30,10 @@ from tuner.errors import StoreError
 from tuner.secrets import safe_url, scrub_url
 from tuner.storage.tables import Base, MetaRow
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The layout this tuner writes. 1: studies, launches, levels, requests, samples.
-2: + tuner_meta, tuner_claims, tuner_workers, tuner_launches.fingerprint."""
+2: + tuner_meta, tuner_claims, tuner_workers, tuner_launches.fingerprint.
+3: + tuner_launches.capacity (the capacity search per round), tuner_levels.capacity_search."""
 VERSION_KEY = "schema_version"
 ADVISORY_LOCK_KEY = 0x74756E6572  # "tuner": one lock id for every tuner on the server
 
@@ -57,7 +58,21 @@ def _add_launch_fingerprint(conn: Connection) -> None:
         )
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _add_launch_fingerprint}
+def _add_capacity_columns(conn: Connection) -> None:
+    """2 -> 3: each launch's capacity searches, and which levels they measured (older rows
+    keep NULL: no search, fixed levels)."""
+    launches = {c["name"] for c in inspect(conn).get_columns("tuner_launches")}
+    if "capacity" not in launches:
+        conn.execute(text("ALTER TABLE tuner_launches ADD COLUMN capacity JSON"))
+    levels = {c["name"] for c in inspect(conn).get_columns("tuner_levels")}
+    if "capacity_search" not in levels:
+        conn.execute(text("ALTER TABLE tuner_levels ADD COLUMN capacity_search BOOLEAN"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _add_launch_fingerprint,
+    2: _add_capacity_columns,
+}
 """From version N to N + 1. The new tables of a version come from ``create_all``."""
 
 

@@ -12,7 +12,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy import create_engine, event, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -185,8 +185,12 @@ class Store:
         server_metrics: Mapping[str, Any] | None = None,
         gpu_summary: Mapping[str, Any] | None = None,
         flagged: str | None = None,
+        capacity_search: bool = False,
     ) -> int:
-        """Store a level's summary and every raw request record in one transaction."""
+        """Store a level's summary and every raw request record in one transaction.
+
+        ``capacity_search``: a level the capacity search chose, kept apart from the fixed
+        levels of ``benchmark.concurrency`` (``levels``/``levels_of`` leave it out)."""
         with self.session() as s, s.begin():
             row = LevelRow(
                 launch_id=launch_id,
@@ -200,6 +204,7 @@ class Store:
                 server_metrics=dict(server_metrics) if server_metrics else None,
                 gpu_summary=dict(gpu_summary) if gpu_summary else None,
                 flagged=flagged,
+                capacity_search=capacity_search,
             )
             s.add(row)
             s.flush()
@@ -207,17 +212,26 @@ class Store:
                 s.execute(insert(RequestRow), [{**r, "level_id": row.id} for r in requests])
             return row.id
 
-    def levels(self, launch_id: int) -> list[LevelRow]:
-        query = select(LevelRow).where(LevelRow.launch_id == launch_id).order_by(LevelRow.id)
+    def levels(self, launch_id: int, *, capacity_search: bool = False) -> list[LevelRow]:
+        """A launch's fixed levels, or (``capacity_search``) those its capacity search chose."""
+        query = (
+            select(LevelRow)
+            .where(LevelRow.launch_id == launch_id, _level_kind(capacity_search))
+            .order_by(LevelRow.id)
+        )
         with self.session() as s:
             return list(s.scalars(query))
 
-    def levels_of(self, launch_ids: Sequence[int]) -> list[LevelRow]:
+    def levels_of(
+        self, launch_ids: Sequence[int], *, capacity_search: bool = False
+    ) -> list[LevelRow]:
         """The levels of several launches in one query (a study's, for a summary)."""
         if not launch_ids:
             return []
         query = (
-            select(LevelRow).where(LevelRow.launch_id.in_(list(launch_ids))).order_by(LevelRow.id)
+            select(LevelRow)
+            .where(LevelRow.launch_id.in_(list(launch_ids)), _level_kind(capacity_search))
+            .order_by(LevelRow.id)
         )
         with self.session() as s:
             return list(s.scalars(query))
@@ -310,6 +324,13 @@ class Store:
             raise StoreError(
                 f"storage {safe_url(self.url)!r} is not writable: {scrub_url(str(exc), self.url)}"
             ) from exc
+
+
+def _level_kind(capacity_search: bool) -> Any:
+    """Fixed levels (NULL in rows older than schema 3) or the capacity search's."""
+    if capacity_search:
+        return LevelRow.capacity_search.is_(True)
+    return or_(LevelRow.capacity_search.is_(None), LevelRow.capacity_search.is_(False))
 
 
 def as_utc(value: dt.datetime | str | None) -> dt.datetime:

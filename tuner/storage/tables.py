@@ -92,6 +92,7 @@ class LaunchRow(Base):
     cleanup_ok: Mapped[bool | None] = mapped_column(Boolean)
     cleanup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gpu_summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    capacity: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # schema 3, per round
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -113,6 +114,8 @@ class LevelRow(Base):
     server_metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gpu_summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     flagged: Mapped[str | None] = mapped_column(Text)
+    # schema 3: a level the capacity search measured, not one of benchmark.concurrency's
+    capacity_search: Mapped[bool | None] = mapped_column(Boolean, default=False)
 
 
 class RequestRow(Base):

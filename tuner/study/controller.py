@@ -41,6 +41,7 @@ from tuner.study import (
     search,
     verdicts,
 )
+from tuner.study.limit_steering import fit_steering, propose_avoiding
 from tuner.study.probing import SweepProbe
 from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
@@ -274,17 +275,25 @@ class SweepController:
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
         tried = {t.user_attrs[attrs.CONFIG] for t in trials if attrs.CONFIG in t.user_attrs}
         frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
-        params = search.propose(
+        rng = self._rng(study)
+        params, skipped = propose_avoiding(  # not what the limits rule out
+            lambda exclude: search.propose(
+                self.spec,
+                result.observations(),
+                incumbent.params,
+                exclude=exclude,
+                rng=rng,
+                min_gain=self.spec.stop.min_gain,
+                max_changes=self.spec.search.max_changes,
+                trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
+                frozen=frozen,
+            ),
+            fit_steering(self.store, self.space, self._rng(study, stream=2)),
             self.spec,
-            result.observations(),
-            incumbent.params,
-            exclude=tried,
-            rng=self._rng(study),
-            min_gain=self.spec.stop.min_gain,
-            max_changes=self.spec.search.max_changes,
-            trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
-            frozen=frozen,
+            tried,
         )
+        for line in skipped:
+            self.observer.message(line)
         if params is None:
             if frozen:  # optuna's TPE proposes next: the frozen params stay at default
                 fixed = dict.fromkeys(frozen, DEFAULT)

@@ -34,7 +34,7 @@ from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import violated_constraints
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, feasibility, queue, verdicts
+from tuner.study import analysis, attrs, feasibility, limit_steering, queue, verdicts
 from tuner.study.controller import SweepController
 from tuner.study.objective_values import launch_means
 from tuner.study.probing import ProbeRunner, SweepProbe
@@ -325,6 +325,10 @@ def run_trial(
         refused = probe.refusal(trial, settings) if probe is not None else None
         if refused:
             _not_launched(trial, refused)
+        if trial.user_attrs.get(attrs.PROPOSER) == "tpe":  # the local search's are screened
+            steered = limit_steering.refusal(controller.store, space, settings.params, trial.number)
+            if steered:
+                _not_launched(trial, steered)
     trial.set_user_attr(attrs.LAUNCHED, True)
     prune_check = (
         controller.prune_check(trial.study) if role == attrs.SEARCH and not multi else None

@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -37,6 +38,7 @@ from tuner.space.settings import Settings, server_argv, server_env
 from tuner.space.spec import Space
 from tuner.storage import LaunchStatus, Store, request_row, utcnow
 from tuner.telemetry.gpu import GpuBackend
+from tuner.trial import capacity_round
 from tuner.trial.monitor import LaunchMonitor, plain_dict
 
 HEADLINE_METRICS = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
@@ -249,6 +251,8 @@ class TrialRunner:
         headline: dict[str, float] = {}
         pruned: str | None = None
         tokens, seconds = 0, 0.0
+        by_capacity = spec.objective.metric == "capacity"
+        searches: list[dict[str, Any]] = []
         try:
             monitor.start()
             for round_index in range(spec.benchmark.rounds):
@@ -258,9 +262,21 @@ class TrialRunner:
                     )
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
-                    if concurrency == spec.objective_concurrency:
+                    if concurrency == spec.objective_concurrency and not by_capacity:
                         round_values.append(summary.metric(spec.objective.metric))
                         headline = _headline(summary)
+                if spec.benchmark.capacity is not None:
+                    measure = partial(
+                        self._measure_level, monitor, base_url, model, launch_id, round_index
+                    )
+                    found = capacity_round.search_round(spec.benchmark, measure)
+                    self.observer.message(f"trial {trial_number}: {found.sentence()}")
+                    searches.append(capacity_round.round_record(found, round_index))
+                    self.store.update_launch(launch_id, capacity=list(searches))
+                    if by_capacity:
+                        round_values.append(capacity_round.capacity_value(found))
+                        at = found.at_capacity
+                        headline = _headline(at.summary) if at is not None else headline
                 if prune_check is not None and round_index + 1 < spec.benchmark.rounds:
                     pruned = prune_check(round_values)
                     if pruned:
@@ -291,9 +307,17 @@ class TrialRunner:
         launch_id: int,
         round_index: int,
         concurrency: int,
+        requests: int | None = None,
     ) -> LevelSummary:
-        """One level: measure, summarise, store with its telemetry; fail if nothing came back."""
+        """One level: measure, summarise, store with its telemetry; fail if nothing came back.
+
+        ``requests`` given: a capacity-search level (warm server, stored apart); a level
+        where every request failed then breaks the limits rather than the launch.
+        """
+        search = requests is not None
         load = bench.load_from_benchmark_spec(self.spec.benchmark, concurrency, model)
+        if search:
+            load = dataclasses.replace(load, requests=requests, warmup=0)
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
         window = monitor.level()
@@ -302,7 +326,11 @@ class TrialRunner:
         # The level's wall time: its measured window plus the warm-up and connection setup
         # before it (the report's time per launch tells them apart).
         wall_s = time.monotonic() - started
-        summary = summarize(result, max_error_rate=self.spec.benchmark.max_error_rate)
+        summary = summarize(
+            result,
+            goodput=self.spec.benchmark.goodput,
+            max_error_rate=self.spec.benchmark.max_error_rate,
+        )
         seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
         flags = [f for f in (summary.flagged, seen.warning) if f]
         self.store.add_level(
@@ -313,8 +341,9 @@ class TrialRunner:
             server_metrics=seen.server_metrics,
             gpu_summary=seen.gpu,
             flagged="; ".join(flags) or None,
+            capacity_search=search,
         )
-        if summary.completed == 0:
+        if summary.completed == 0 and not search:
             raise BenchmarkError(
                 f"every request failed at concurrency {concurrency}: {_first_error(result)}"
             )

@@ -29,6 +29,7 @@ from tuner.space.settings import changed_from_defaults, server_argv, settings_fr
 from tuner.space.spec import Scalar, Space
 from tuner.study import analysis
 from tuner.study.probe_summary import ProbeSummary, probe_summary
+from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.deploy import (
@@ -183,6 +184,8 @@ class BestReport:
     pareto: ParetoView | None = None
     """Several objectives: the front of trusted configurations (tuner/views/best_pareto.py);
     ``recommended`` is then its recommendation, ``best`` the best on the first objective."""
+    capacity: CapacityAnswer | None = None
+    """With ``benchmark.capacity``: the answer's capacity searches (views/best_capacity.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -214,6 +217,8 @@ class BestReport:
         out["constraints"] = self.limits.to_json() if self.limits is not None else None
         if self.pareto is not None:
             out["pareto"] = self.pareto.to_json()
+        if self.capacity is not None:
+            out["capacity"] = self.capacity.to_json()
         return out
 
 
@@ -278,9 +283,10 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         hardware=hardware,
         objectives=tuple(objectives(space)),
         limits=limits_answer(
-            result, {"baseline": baseline, "best": best, "recommended": recommended}
+            result, named := {"baseline": baseline, "best": best, "recommended": recommended}
         ),
         pareto=front,
+        capacity=capacity_answer(opened.store, space, named),
     )
 
 
@@ -392,6 +398,8 @@ def print_best(
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
+    for line in report.capacity.lines() if report.capacity is not None else ():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if report.limits is not None:
         for line in report.limits.lines(report.metric):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
@@ -446,10 +454,8 @@ def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
 
 
 def _best_table(report: BestReport) -> Table:
-    table = Table(
-        title=f"{report.study}: {report.metric} at concurrency "
-        f"{report.concurrency} ({report.direction})"
-    )
+    at = "" if report.metric == "capacity" else f" at concurrency {report.concurrency}"
+    table = Table(title=f"{report.study}: {report.metric}{at} ({report.direction})")
     for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
         table.add_column(col)
     for label, entry in (

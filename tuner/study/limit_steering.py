@@ -1,0 +1,172 @@
+"""Steer the local search away from settings the data says will break a limit.
+
+The local search (tuner/study/search.py) models only the objective: once a setting that
+buys throughput is seen to break ``objective.subject_to`` (a TTFT limit, say), it would
+keep proposing it with other settings, each such launch wasted. Here each limit gets the
+same kind of model the search fits to the objective: search.EffectModel, a sparse
+main-effects regression of log(metric) on the settings, fitted to every measured launch's
+value of the limit's metric (feasibility.launch_values: the mean over rounds at the
+limit's level), each launch weighed by that metric's own noise (between launches, pooled
+over repeated configurations as feasibility.judge does, and within).
+
+A candidate is **likely infeasible** when the model's posterior probability that its
+mean breaks a limit exceeds STEER_CONFIDENCE. The controller asks before queueing a
+proposal (``propose_avoiding``) and asks the search again, without it, when it is; a
+configuration optuna's TPE proposes is asked about too (``refusal``), and not launched.
+
+Two choices, and why:
+
+- The objective's model expects effects of a few % (search.PRIOR_EFFECT_SD on the log);
+  a latency setting can move a p99 by several times (slo-trade's 4x). The limit model is
+  fitted on ``scale * log(value)`` with ``scale = PRIOR_EFFECT_SD / LIMIT_EFFECT_SD``, so
+  the same prior reads as LIMIT_EFFECT_SD on the log of the metric: the model class is
+  reused through its public API, only the units change.
+- STEER_CONFIDENCE = 0.9: a skipped configuration is never launched by the local search
+  (optuna's TPE, which reads the limits as constraints, may still try it), so a skip needs
+  the model to be confident; but 0.9 rather than the study's 0.95 one-sided confidence,
+  because a launch that breaks the limit costs a whole launch and is never the answer.
+  Settings the model has not seen are drawn from the prior, which rarely reaches 0.9:
+  untried values are never steered away from on the strength of the prior alone.
+
+A metric that is 0 (an error rate with no error) has no logarithm: such launches are
+left out, and a limit with no positive value on record steers nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tuner import stats
+from tuner.space.limits import MetricLimit
+from tuner.space.settings import settings_from_params
+from tuner.space.spec import Scalar, Space, SpaceSpec
+from tuner.storage import LaunchStatus, Store
+from tuner.study import feasibility, search
+
+STEER_CONFIDENCE = 0.9
+"""Posterior probability of breaking a limit above which a proposal is skipped."""
+LIMIT_EFFECT_SD = 1.0
+"""Prior sd of one setting's effect on log(limit metric), when it has one: a factor of e."""
+MAX_SKIPS = 20
+"""Proposals skipped in a row before the local search gives way to optuna's TPE."""
+
+
+@dataclass(frozen=True)
+class LimitModel:
+    """One limit's effect model and its posterior draws."""
+
+    limit: MetricLimit
+    model: search.EffectModel
+    draws: np.ndarray
+    scale: float
+
+    def p_break(self, params: Mapping[str, Scalar]) -> float:
+        """The posterior probability that a configuration's mean breaks the limit."""
+        log_value = (self.model.features(params) @ self.draws.T) / self.scale
+        threshold = math.log(self.limit.value)
+        broken = log_value > threshold if self.limit.op == "<=" else log_value < threshold
+        return float(np.mean(broken))
+
+
+@dataclass(frozen=True)
+class LimitSteering:
+    """Every limit's model; ``likely_breaks`` judges a candidate."""
+
+    models: tuple[LimitModel, ...]
+
+    def likely_breaks(self, params: Mapping[str, Scalar]) -> str | None:
+        """Why ``params`` likely breaks a limit (the first, with its probability), or None."""
+        for m in self.models:
+            p = m.p_break(params)
+            if p > STEER_CONFIDENCE:
+                return f"{m.limit.text} (broken with probability {p:.0%})"
+        return None
+
+
+def fit_steering(store: Store, space: Space, rng: np.random.Generator) -> LimitSteering | None:
+    """The limits' models from the study's measured launches; None without limits or data."""
+    limits = feasibility.study_limits(space)
+    if not limits:
+        return None
+    rows = [
+        r
+        for r in store.launches(space.study_name)
+        if r.status in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED)
+    ]
+    values = feasibility.launch_values(store, [r.id for r in rows], limits)
+    spec = _maximizing(space.spec)  # the model's score is then the metric's own log
+    models = []
+    for i, limit in enumerate(limits):
+        if not limit.value > 0:
+            continue  # no logarithm: nothing to compare a predicted log value with
+        launches = [(r, values[r.id][i]) for r in rows if r.id in values]
+        measured = [(r, e) for r, e in launches if e is not None and e.mean > 0]
+        if not measured:
+            continue
+        groups: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
+        for r, e in measured:
+            groups[r.config_hash].append(e)
+        noise = stats.between_launch_variance(groups.values()) or stats.NoiseEstimate.prior()
+        model = search.EffectModel(spec)
+        model.observe(_scaled([(r.params, e) for r, e in measured], noise))
+        models.append(LimitModel(limit, model, model.draws(rng), _SCALE))
+    return LimitSteering(tuple(models)) if models else None
+
+
+def propose_avoiding(
+    propose: Callable[[set[str]], dict[str, Scalar] | None],
+    steering: LimitSteering | None,
+    spec: SpaceSpec,
+    exclude: set[str],
+) -> tuple[dict[str, Scalar] | None, list[str]]:
+    """``propose(exclude)`` again, each time without the last proposal, while the proposal
+    likely breaks a limit; the proposal (None: none left, or MAX_SKIPS skipped) and, for
+    each one skipped, a sentence saying which settings and why."""
+    skipped: list[str] = []
+    excluded = set(exclude)
+    for _ in range(MAX_SKIPS + 1):
+        params = propose(excluded)
+        why = steering.likely_breaks(params) if steering and params is not None else None
+        if params is None or why is None:
+            return params, skipped
+        settings = settings_from_params(spec, params)
+        changed = " ".join(f"{k}={v}" for k, v in settings.changed.items()) or "the defaults"
+        skipped.append(f"not proposing {changed}: it likely breaks {why}")
+        excluded.add(settings.config_hash)
+    return None, skipped
+
+
+def refusal(store: Store, space: Space, params: Mapping[str, Scalar], seed: int) -> str | None:
+    """Why a configuration optuna's TPE proposed is not launched (it likely breaks a
+    limit), or None: TPE reads the limits only as soft constraints, and would otherwise
+    launch what the local search just skipped."""
+    steering = fit_steering(store, space, np.random.default_rng(seed))
+    why = steering.likely_breaks(params) if steering is not None else None
+    return f"likely breaks {why}; not launched" if why else None
+
+
+_SCALE = search.PRIOR_EFFECT_SD / LIMIT_EFFECT_SD
+
+
+def _scaled(
+    launches: Sequence[tuple[Mapping[str, Scalar], stats.LaunchEstimate]],
+    noise: stats.NoiseEstimate,
+) -> list[search.Observation]:
+    """Observations of ``value ** _SCALE`` (see the module): log effects shrink by _SCALE,
+    and so does the noise of the log, the relative variance by _SCALE squared."""
+    out = []
+    for params, launch in launches:
+        rel_var = noise.var + stats.launch_within_var(launch, noise.within_var) / launch.mean**2
+        value = launch.mean**_SCALE
+        out.append(search.Observation(params, value, value**2 * _SCALE**2 * rel_var))
+    return out
+
+
+def _maximizing(spec: SpaceSpec) -> SpaceSpec:
+    objective = spec.objective.model_copy(update={"direction": "maximize"})
+    return spec.model_copy(update={"objective": objective})
