@@ -20,7 +20,8 @@ from tests.unit import deploy_parsers as parsers
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
 from tuner.errors import ConfigError
 from tuner.secrets import REDACTED
-from tuner.views.best import ConfigEntry, best_report, print_best
+from tuner.views.best import ConfigEntry, best_report
+from tuner.views.best_print import print_best
 from tuner.views.deploy import DEPLOY_FORMATS, deployment, deployment_text
 from tuner.views.vllm_config import vllm_options
 

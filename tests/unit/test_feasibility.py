@@ -20,7 +20,8 @@ from tuner.storage.store import Store
 from tuner.study import analysis
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.feasibility import optuna_values, summary_metric
-from tuner.views.best import best_report, print_best
+from tuner.views.best import best_report
+from tuner.views.best_print import print_best
 
 LIMIT = "ttft_ms.p99@64 <= 100"
 SPACE: dict[str, Any] = {

@@ -21,7 +21,8 @@ from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.sweep import run_sweep
-from tuner.views.best import best_report, print_best
+from tuner.views.best import best_report
+from tuner.views.best_print import print_best
 
 
 def _sweep(  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@
 
 A space file's ``probe:`` names an argv that runs with a trial's environment and prints
 ``{"sizes": {"<bytes>": <microseconds per all-reduce>}}``. ``spec`` lives in
-tuner/space/spec.py (``ProbeSpec``); this package holds the rest, one job per module:
+tuner/space/probe_spec.py (``ProbeSpec``); this package holds the rest, one job per module:
 ``sizes`` (message sizes and all-reduces per token from the model's config.json),
 ``run`` (run a probe argv, parse its JSON), ``screen`` (the pure statistics: is a probe
 slower than the default's, can NCCL settings move the objective at all, the floor),

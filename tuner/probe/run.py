@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.space.spec import ProbeSpec
+from tuner.space.probe_spec import ProbeSpec
 
 STDERR_TAIL = 600
 """Characters of a failed probe's stderr kept in its error."""

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.space.model_limits import text_config
-from tuner.space.spec import BenchmarkSpec, ProbeSpec
+from tuner.space.probe_spec import ProbeSpec
+from tuner.space.spec import BenchmarkSpec
 
 _LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from tuner.space.spec_base import StrictModel
 
 SLO_NAMES = ("ttft_ms", "tpot_ms", "e2el_ms")
 """The per-request SLOs of vllm bench serve's ``--goodput``, in milliseconds."""
@@ -41,10 +43,8 @@ def check_goodput(value: dict[str, float] | None) -> dict[str, float] | None:
     return value
 
 
-class CapacitySpec(BaseModel):
+class CapacitySpec(StrictModel):
     """``benchmark.capacity``: the concurrency search within latency limits, per round."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     limits: list[str] = Field(min_length=1)
     """Limits without a level, e.g. ``ttft_ms.p99 <= 1000`` (tuner/space/limits.py)."""

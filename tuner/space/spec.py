@@ -8,7 +8,9 @@ names the file, the key and what to do about it; see docs/space-file.md.
 
 About 500 lines, on purpose: one model per section of the file, with the validators that
 tie sections together (a constraint naming a param, an objective level among the
-benchmark's), so that the whole contract of the space file reads in one place.
+benchmark's), so that the whole contract of the space file reads in one place. The
+sections read by one package only live beside it: ``probe:`` in probe_spec.py, goodput and
+capacity in slo.py, ``objectives:`` resolved in objectives.py.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tuner.errors import ConfigError
+from tuner.space.probe_spec import ProbeSpec
 from tuner.space.slo import CapacitySpec, check_goodput, check_slo_objective
+from tuner.space.spec_base import StrictModel, as_text
 
 DEFAULT = "default"
 """The choice that means: leave the variable unset, leave the argument out."""
@@ -55,13 +59,7 @@ SHIPPED_SPACES = _shipped_spaces()
 Scalar = bool | int | float | str
 
 
-class _Strict(BaseModel):
-    """Unknown keys are errors: a typo must not silently become a default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerSpec(_Strict):
+class ServerSpec(StrictModel):
     """How to start one server: an argv list (never a shell string) and fixed env."""
 
     command: list[str] = Field(min_length=1)
@@ -78,7 +76,7 @@ class ServerSpec(_Strict):
     def _env_values_as_text(cls, value: Any) -> Any:
         # YAML turns `1` into an int; an environment only holds text.
         if isinstance(value, dict):
-            return {str(k): _as_text(v) for k, v in value.items()}
+            return {str(k): as_text(v) for k, v in value.items()}
         return value
 
     @field_validator("command", mode="before")
@@ -90,7 +88,7 @@ class ServerSpec(_Strict):
                 "not a shell string"
             )
         if isinstance(value, list):
-            return [_as_text(v) for v in value]
+            return [as_text(v) for v in value]
         return value
 
     @model_validator(mode="after")
@@ -103,7 +101,7 @@ class ServerSpec(_Strict):
         return self
 
 
-class ParamSpec(_Strict):
+class ParamSpec(StrictModel):
     """One knob: where its value goes (``env`` or ``args``) and which values to try."""
 
     env: str | None = None
@@ -122,7 +120,7 @@ class ParamSpec(_Strict):
         if isinstance(value, str):
             return [value]
         if isinstance(value, list):
-            return [_as_text(v) for v in value]
+            return [as_text(v) for v in value]
         return value
 
     @model_validator(mode="after")
@@ -156,7 +154,7 @@ class ParamSpec(_Strict):
         return self.args is not None and not any("{value}" in a for a in self.args)
 
 
-class BenchmarkSpec(_Strict):
+class BenchmarkSpec(StrictModel):
     """The fixed streaming benchmark every trial runs."""
 
     api: Literal["completions", "chat"] = "completions"
@@ -189,7 +187,7 @@ class BenchmarkSpec(_Strict):
         return value
 
 
-class ObjectiveSpec(_Strict):
+class ObjectiveSpec(StrictModel):
     """What 'best' means: one metric at one concurrency level."""
 
     metric: str = "output_throughput"
@@ -218,7 +216,7 @@ class ObjectiveSpec(_Strict):
         return value
 
 
-class ObjectiveItem(_Strict):
+class ObjectiveItem(StrictModel):
     """One of several objectives (``objectives:``): a metric at a level, and its direction."""
 
     metric: str
@@ -235,7 +233,7 @@ class ObjectiveItem(_Strict):
         return value
 
 
-class StopSpec(_Strict):
+class StopSpec(StrictModel):
     """When to stop searching, and what counts as a gain."""
 
     patience: int = Field(default=8, ge=1)
@@ -268,7 +266,7 @@ class StopSpec(_Strict):
         return self.confirmations + 2 if self.confirmations > 0 else 0
 
 
-class SearchSpec(_Strict):
+class SearchSpec(StrictModel):
     """How proposals are made (see tuner/study/search.py)."""
 
     method: Literal["local", "tpe"] = "local"
@@ -277,85 +275,12 @@ class SearchSpec(_Strict):
     max_changes: int = Field(default=3, ge=1, le=4)
 
 
-PROBE_PLACEHOLDERS = ("python", "space_dir", "study_dir", "config", "sizes", "repeats")
-"""What a probe command may name in braces (docs/probe.md); ``{sizes}`` is comma-separated."""
-
-
-class ProbeSpec(_Strict):
-    """A cheap measurement run before each launch: an argv printing all-reduce times.
-
-    It runs with the trial's environment and prints one JSON object on stdout,
-    ``{"sizes": {"<bytes>": <microseconds per all-reduce>}}``; see docs/probe.md.
-    """
-
-    command: list[str] = Field(min_length=1)
-    sizes: Literal["auto"] | list[int] = "auto"
-    repeats: int = Field(default=5, ge=2)
-    layers: Literal["auto"] | int = "auto"
-    allreduces_per_layer: int = Field(default=2, ge=1)
-    bytes_per_element: int = Field(default=2, ge=1)
-    timeout_s: float = Field(default=120, gt=0)
-    comm_share: Literal["auto"] | float = "auto"
-
-    @field_validator("command", mode="before")
-    @classmethod
-    def _command_as_text(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "must be a list of arguments, e.g. ['{python}', -m, tuner, probe, allreduce, "
-                "--sizes, '{sizes}', --repeats, '{repeats}'], not a shell string"
-            )
-        if isinstance(value, list):
-            return [_as_text(v) for v in value]
-        return value
-
-    @field_validator("command")
-    @classmethod
-    def _known_placeholders(cls, value: list[str]) -> list[str]:
-        for arg in value:
-            for name in re.findall(r"\{(\w+)\}", arg):
-                if name not in PROBE_PLACEHOLDERS:
-                    raise ValueError(
-                        f"unknown placeholder {{{name}}} in {arg!r}; a probe command may use "
-                        + ", ".join("{" + p + "}" for p in PROBE_PLACEHOLDERS)
-                    )
-        return value
-
-    @field_validator("sizes")
-    @classmethod
-    def _positive_sizes(cls, value: Literal["auto"] | list[int]) -> Literal["auto"] | list[int]:
-        if isinstance(value, list) and (not value or any(v < 1 for v in value)):
-            raise ValueError(
-                "list the message sizes in bytes (positive integers, one per benchmark "
-                "concurrency level, e.g. [14336, 114688]), or write 'auto' to compute "
-                "them from the model's config.json"
-            )
-        return value
-
-    @field_validator("layers")
-    @classmethod
-    def _positive_layers(cls, value: Literal["auto"] | int) -> Literal["auto"] | int:
-        if isinstance(value, int) and value < 1:
-            raise ValueError("a layer count is a positive integer, or 'auto' (from config.json)")
-        return value
-
-    @field_validator("comm_share")
-    @classmethod
-    def _share_in_range(cls, value: Literal["auto"] | float) -> Literal["auto"] | float:
-        if not isinstance(value, str) and not 0 < value <= 1:
-            raise ValueError(
-                "the share of a decode step spent in all-reduce is within (0, 1], e.g. 0.6; "
-                "or 'auto' (from the probe and the baseline's measurement)"
-            )
-        return value
-
-
 _CONSTRAINT = re.compile(
     r"^\s*([A-Za-z_][\w.-]*)\s*(<=|>=|==|!=|<|>)\s*([A-Za-z_][\w.-]*|-?\d+(?:\.\d+)?)\s*$"
 )
 
 
-class Constraint(_Strict):
+class Constraint(StrictModel):
     """``left op right`` where each side is a param name or a number; parsed, never eval'ed."""
 
     left: str
@@ -376,7 +301,7 @@ class Constraint(_Strict):
         return f"{self.left} {self.op} {self.right}"
 
 
-class SpaceSpec(_Strict):
+class SpaceSpec(StrictModel):
     """A whole space file."""
 
     study: str | None = None
@@ -565,12 +490,6 @@ def _key(loc: tuple[int | str, ...]) -> str:
     if len(loc) >= 2 and loc[0] == "objectives" and isinstance(loc[1], int):
         return ".".join([f"objectives[{loc[1]}]", *(str(p) for p in loc[2:])])
     return ".".join(str(p) for p in loc) or "(top level)"
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
 
 
 def _is_number(text: str) -> bool:

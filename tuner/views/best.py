@@ -6,24 +6,20 @@ the best, the recommended (simplest within noise of the best) and the baseline
 configuration, the noise, the stop reason and the trial counts. ``BestReport.to_json``
 is the JSON contract of `tuner best --format json` (docs/architecture.md, DESIGN.md);
 its keys and their order are what scripts read, so change them only on purpose.
-``print_best`` renders the report in one of FORMATS.
+tuner/views/best_print.py renders it (``print_best``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from optuna.trial import TrialState
-from rich.console import Console
-from rich.table import Table
 
 from tuner import stats
-from tuner.errors import ConfigError, NoAnswerError
 from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
@@ -34,11 +30,6 @@ from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
-    LINE_FORMATS,
-    WHICH,
-    deployment,
-    deployment_text,
-    line_notes,
 )
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.study_access import open_study
@@ -344,76 +335,6 @@ def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, 
     return (low, high)
 
 
-def print_best(
-    report: BestReport,
-    fmt: str,
-    console: Console,
-    notes: Console | None = None,
-    which: str = "recommended",
-) -> None:
-    """Render ``report`` as one of FORMATS: a table, JSON, or a deployment of ``which``.
-
-    ``which`` (one of WHICH) picks the configuration a deployment format prints: the
-    recommended one or the best. ``notes`` (stderr) gets what must not be pasted with a
-    one-line format (args, docker): which of its values are secrets to fill in. A study
-    without an answer yet raises NoAnswerError (exit 3), in JSON after the document: its
-    null entries and trial counts are part of the contract.
-    """
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if which not in WHICH:
-        raise ConfigError(f"--which {which!r}: use one of {', '.join(WHICH)}")
-    rec = report.recommended
-    chosen = report.best if which == "best" else rec
-    if fmt == "json":
-        document = report.to_json()
-        if chosen is not None:
-            document["deploy"] = deployment(chosen, which).to_json()
-        console.print_json(json.dumps(document, default=str))
-    if report.best is None or rec is None or chosen is None:
-        raise NoAnswerError(no_answer_sentence(report))
-    if fmt == "json":
-        return
-    if fmt in DEPLOY_FORMATS:
-        text = deployment_text(chosen, fmt, which)
-        console.print(text, highlight=False, markup=False, soft_wrap=True)
-        if fmt in LINE_FORMATS and notes is not None:
-            for note in line_notes(chosen, fmt):
-                notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
-        return
-    if report.pareto is not None:
-        console.print(report.pareto.table(report.study, report.confidence))
-    else:
-        console.print(_best_table(report))
-    if report.noise is not None:
-        console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
-    if rec is not None:
-        console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
-        if report.could_have_missed is not None:
-            console.print(report.could_have_missed.text, highlight=False)
-        if not report.keep_defaults:
-            console.print(
-                "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
-            )
-    if report.probe is not None:
-        for line in probe_lines(report.probe, report.concurrency):
-            console.print(line, highlight=False, markup=False)
-    for line in report.capacity.lines() if report.capacity is not None else ():
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if report.limits is not None:
-        for line in report.limits.lines(report.metric):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
-    if report.hardware is not None:
-        for line in report.hardware.lines():
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
-    t = report.trials
-    console.print(
-        f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "
-        f"Stopped: {report.stop_reason or 'not yet'}"
-        + (f" — {report.stop_detail}" if report.stop_detail else "")
-    )
-
-
 def no_answer_sentence(report: BestReport) -> str:
     """Why ``report`` holds no answer, with the trial counts and where to look."""
     t = report.trials
@@ -427,50 +348,3 @@ def no_answer_sentence(report: BestReport) -> str:
     return f"study {report.study!r} {why} ({counts}); see why with: tuner trials --study " + (
         report.study
     )
-
-
-def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
-    """What the probe says, in sentences: the floor, the share, the verdict."""
-    stream = "single-stream" if concurrency == 1 else f"per stream at concurrency {concurrency}"
-    fastest = " ".join(f"{k}={v}" for k, v in probe.best_env.items()) or "the defaults"
-    lines = [
-        f"Probe: {probe.allreduces_per_token} all-reduces of {probe.size} bytes per token; "
-        f"{probe.default_us:.4g} us each with the defaults, {probe.best_us:.4g} us at best "
-        f"({fastest})."
-    ]
-    floor = f"Communication floor: at most {probe.floor_tokens_per_s:.4g} tok/s {stream}"
-    if probe.measured_tokens_per_s is not None:
-        floor += f"; measured {probe.measured_tokens_per_s:.4g} tok/s"
-    if probe.comm_share is not None:
-        floor += f", {probe.comm_share:.0%} of decode time in communication"
-    lines.append(floor + ".")
-    if probe.disabled:
-        lines.append(f"Probe off: {probe.disabled}.")
-    elif probe.verdict:
-        lines.append(f"Probe verdict: {probe.verdict}.")
-    if probe.pruned:
-        lines.append(f"Not launched because of the probe: {probe.pruned} trial(s).")
-    return lines
-
-
-def _best_table(report: BestReport) -> Table:
-    at = "" if report.metric == "capacity" else f" at concurrency {report.concurrency}"
-    table = Table(title=f"{report.study}: {report.metric}{at} ({report.direction})")
-    for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
-        table.add_column(col)
-    for label, entry in (
-        ("best", report.best),
-        ("recommended", report.recommended),
-        ("baseline", report.baseline),
-    ):
-        if entry is None:
-            continue
-        table.add_row(
-            label,
-            str(entry.trial),
-            f"{entry.value:.4g}",
-            "[{:.4g}, {:.4g}]".format(*entry.interval) if entry.interval else "-",
-            str(entry.launches),
-            " ".join(f"{k}={v}" for k, v in entry.changed.items()) or "(defaults)",
-        )
-    return table
