@@ -76,3 +76,15 @@ def test_two_objective_front_and_recommendation(tmp_path: Path) -> None:
         "best", "--study", "pareto-sim", "--storage", storage, "-f", "args", cwd=tmp_path
     )
     assert args.stdout.strip() == "--max-num-seqs 256", args.stdout + args.stderr
+
+    # The report carries the same statistical front and reason as `tuner best`.
+    made = run_tuner(
+        "report", "--study", "pareto-sim", "--storage", storage, "--out", "r.html", cwd=tmp_path
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    page = (tmp_path / "r.html").read_text()
+    table = page[page.index('id="front-table"') : page.index('id="front-reason"')]
+    assert table.count("<tr>") == len(answer["pareto"]) + 1  # a header and one per row
+    assert table.count("non-dominated") == len(front)
+    assert "recommended" in table and "--max-num-seqs" not in table  # params named, not flags
+    assert "max_num_seqs=256" in table

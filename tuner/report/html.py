@@ -14,6 +14,7 @@ from tuner.report import charts
 from tuner.report.data import ConfigCurve, Effect, Failure, LaunchTiming, ReportData
 from tuner.report.svg import esc
 from tuner.views.best import ConfigEntry
+from tuner.views.best_pareto import ParetoView
 from tuner.views.compare_studies import LevelBest, StudiesComparison
 from tuner.views.deploy import deployment_text
 
@@ -80,8 +81,12 @@ def render(data: ReportData) -> str:
             "No level of the baseline, best or recommended configuration was stored.",
         ),
     ]
-    if data.pareto is not None:
-        sections.append(_section("pareto", "Pareto front", charts.pareto_chart(data.pareto), ""))
+    front = data.answer.pareto
+    if data.pareto is not None or front is not None:
+        body = charts.pareto_chart(data.pareto) if data.pareto is not None else ""
+        if front is not None:
+            body += _front_table(front, data.answer.confidence)
+        sections.append(_section("pareto", "Pareto front", body, ""))
     telemetry_title = {
         "gpu": "GPU power, clocks and utilisation",
         "host": "Host CPU and memory (no GPU telemetry was recorded)",
@@ -182,6 +187,34 @@ def _answer_table(*entries: ConfigEntry | None) -> str:
         "<th>launches</th><th>settings (changed from the defaults)</th></tr>"
         + "".join(rows)
         + "</table>"
+    )
+
+
+def _front_table(front: ParetoView, confidence: float) -> str:
+    """`tuner best`'s front of trusted configurations: pooled estimates with intervals, the
+    non-dominated mark and the recommendation (the chart above is one point per launch)."""
+    head = "".join(f"<th>{esc(o.name)} ({esc(o.direction)})</th>" for o in front.objectives)
+    rows = []
+    for row in front.rows:
+        mark = "non-dominated" if not row.dominated else "dominated"
+        if row.recommended:
+            mark += ", recommended"
+        elif row.recommendable:
+            mark += ", recommendable"
+        by = ", ".join(f"trial {t}" for t in row.dominated_by) or "-"
+        changed = " ".join(f"{k}={v}" for k, v in row.changed.items()) or "(defaults)"
+        rows.append(
+            f"<tr><td>{esc(mark)}</td><td class=num>{esc(row.trial)}</td>"
+            + "".join(f"<td class=num>{esc(v.text())}</td>" for v in row.values)
+            + f"<td class=num>{row.launches}</td><td>{esc(by)}</td><td>{esc(changed)}</td></tr>"
+        )
+    return (
+        f"<p>The trusted configurations, each objective's mean over its launches "
+        f"[{confidence:.0%} interval]; dominated means another is better beyond noise on one "
+        f'objective and no worse on any (docs/statistics.md, "Several objectives").</p>'
+        f'<table id="front-table"><tr><th></th><th>trial</th>{head}<th>launches</th>'
+        f"<th>dominated by</th><th>settings</th></tr>{''.join(rows)}</table>"
+        f'<p id="front-reason">{esc(front.reason)}</p>'
     )
 
 
