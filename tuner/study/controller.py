@@ -28,7 +28,17 @@ from tuner.events import SweepObserver
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility, peers, plan, queue, search, verdicts
+from tuner.study import (
+    analysis,
+    attrs,
+    exhaustion,
+    futility,
+    peers,
+    plan,
+    queue,
+    search,
+    verdicts,
+)
 from tuner.study.probing import SweepProbe
 from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
@@ -61,6 +71,7 @@ class SweepController:
         self.n_trials = n_trials
         self.observer = observer
         self._idle_proposals = 0
+        self._local_done = False  # the local search's last answer: nothing left to propose
         # Several workers (docs/distributed.md): once-only launches are claimed; a worker may
         # have a budget of its own; dead workers' trials are recovered after every trial.
         self.claims = claims
@@ -178,10 +189,27 @@ class SweepController:
             if self._queue_final_checks(study, result):
                 return None
             return "futile", self._futile_sentence(study, result, chance)
-        if self._idle_proposals >= MAX_IDLE_PROPOSALS:
+        return self._exhausted(study)
+
+    def _exhausted(self, study: optuna.Study) -> tuple[str, str] | None:
+        """Every configuration of the open params tried, or too many proposals in a row
+        that launched nothing (fewer once the local search has nothing left)."""
+        if self._local_done and not self._confirmation_pending(study):
+            frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
+            tried = {
+                t.user_attrs[attrs.CONFIG]
+                for t in study.get_trials(deepcopy=False)
+                if attrs.CONFIG in t.user_attrs
+            }
+            size = exhaustion.all_tried(self.spec, frozen, tried)
+            if size is not None:
+                return "exhausted", f"every configuration of the space has been tried ({size})"
+        limit = exhaustion.IDLE_AFTER_LOCAL if self._local_done else MAX_IDLE_PROPOSALS
+        if self._idle_proposals >= limit:
             return "exhausted", (
-                f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
-                "constraints: the space looks exhausted"
+                f"{limit} proposals in a row were duplicates or broke constraints"
+                + (" after the local search had nothing left" if self._local_done else "")
+                + ": the space looks exhausted"
             )
         return None
 
@@ -256,6 +284,7 @@ class SweepController:
             trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
             frozen=frozen,
         )
+        self._local_done = params is None
         if params is None:
             if frozen:  # optuna's TPE proposes next: the frozen params stay at default
                 fixed = dict.fromkeys(frozen, DEFAULT)
