@@ -43,9 +43,6 @@ from tuner.study.probing import SweepProbe
 from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
 
-MAX_IDLE_PROPOSALS = 50
-"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
-
 
 class SweepController:
     """The optuna callback that decides what comes next and when to stop."""
@@ -192,26 +189,23 @@ class SweepController:
         return self._exhausted(study)
 
     def _exhausted(self, study: optuna.Study) -> tuple[str, str] | None:
-        """Every configuration of the open params tried, or too many proposals in a row
-        that launched nothing (fewer once the local search has nothing left)."""
-        if self._local_done and not self._confirmation_pending(study):
-            frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
-            tried = {
-                t.user_attrs[attrs.CONFIG]
-                for t in study.get_trials(deepcopy=False)
-                if attrs.CONFIG in t.user_attrs
-            }
-            size = exhaustion.all_tried(self.spec, frozen, tried)
-            if size is not None:
-                return "exhausted", f"every configuration of the space has been tried ({size})"
-        limit = exhaustion.IDLE_AFTER_LOCAL if self._local_done else MAX_IDLE_PROPOSALS
-        if self._idle_proposals >= limit:
-            return "exhausted", (
-                f"{limit} proposals in a row were duplicates or broke constraints"
-                + (" after the local search had nothing left" if self._local_done else "")
-                + ": the space looks exhausted"
-            )
-        return None
+        """tuner/study/exhaustion.py: the open grid all tried, or repeats in a row."""
+        pending = self._confirmation_pending(study)
+        return exhaustion.verdict(
+            self.spec,
+            self.probe.frozen(study) if self.probe is not None else frozenset(),
+            self._tried(study) if self._local_done and not pending else None,
+            idle=self._idle_proposals,
+            local_done=self._local_done,
+        )
+
+    def _tried(self, study: optuna.Study) -> set[str]:
+        """The configurations proposed so far: launched, queued, refused or repeated."""
+        return {
+            t.user_attrs[attrs.CONFIG]
+            for t in study.get_trials(deepcopy=False)
+            if attrs.CONFIG in t.user_attrs
+        }
 
     def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
@@ -271,13 +265,12 @@ class SweepController:
         if any(t.state == TrialState.WAITING for t in trials):
             return
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
-        tried = {t.user_attrs[attrs.CONFIG] for t in trials if attrs.CONFIG in t.user_attrs}
         frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
         params = search.propose(
             self.spec,
             result.observations(),
             incumbent.params,
-            exclude=tried,
+            exclude=self._tried(study),
             rng=self._rng(study),
             min_gain=self.spec.stop.min_gain,
             max_changes=self.spec.search.max_changes,
@@ -459,16 +452,11 @@ class SweepController:
         if self._search_trials_since_gain(study) < futility.MIN_TRIALS:
             return None
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
-        tried = {
-            t.user_attrs[attrs.CONFIG]
-            for t in study.get_trials(deepcopy=False)
-            if attrs.CONFIG in t.user_attrs
-        }
         chance = futility.chance_of_gain(
             self.spec,
             result.observations(),
             incumbent.params,
-            exclude=tried,
+            exclude=self._tried(study),
             rng=self._rng(study, stream=1),
             min_gain=stop.min_gain,
             max_changes=self.spec.search.max_changes,

@@ -17,6 +17,8 @@ import math
 from tuner.space.settings import baseline_params, settings_from_params, violated_constraints
 from tuner.space.spec import SpaceSpec
 
+MAX_IDLE_PROPOSALS = 50
+"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 GRID_LIMIT = 10_000
 """Configurations of the params left open, at most, to check whether all were tried."""
 IDLE_AFTER_LOCAL = 8
@@ -46,3 +48,28 @@ def all_tried(spec: SpaceSpec, frozen: frozenset[str], tried: set[str]) -> int |
     """The size of the open grid when every configuration in it was tried, else None."""
     grid = open_grid(spec, frozen)
     return len(grid) if grid is not None and grid <= tried else None
+
+
+def verdict(
+    spec: SpaceSpec,
+    frozen: frozenset[str],
+    tried: set[str] | None,
+    *,
+    idle: int,
+    local_done: bool,
+) -> tuple[str, str] | None:
+    """("exhausted", sentence) or None. ``tried``: the configurations proposed so far,
+    or None when the grid is not to be checked now (the local search still proposes, or
+    a confirmation is pending); ``idle``: proposals in a row that launched nothing."""
+    if tried is not None:
+        size = all_tried(spec, frozen, tried)
+        if size is not None:
+            return "exhausted", f"every configuration of the space has been tried ({size})"
+    limit = IDLE_AFTER_LOCAL if local_done else MAX_IDLE_PROPOSALS
+    if idle < limit:
+        return None
+    after = " after the local search had nothing left" if local_done else ""
+    return "exhausted", (
+        f"{limit} proposals in a row were duplicates or broke constraints{after}: "
+        "the space looks exhausted"
+    )
