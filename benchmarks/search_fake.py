@@ -15,7 +15,8 @@ real benchmark confirms it. It measures the decisions only: no launcher, no HTTP
     python benchmarks/search_fake.py --max-confirmations 1 --baseline-launches 3   # stop rules
 
 ``--trace`` prints each study's launches by role (b baseline, s search, c confirm, x
-simplify). Cases: flat, hidden-gain and interaction, as in search_efficiency.py.
+simplify; in capitals when the configuration is within 2% of the optimum). Cases: flat,
+hidden-gain and interaction, as in search_efficiency.py.
 """
 
 from __future__ import annotations
@@ -105,7 +106,15 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             "launched": result.launched,
             "keep_defaults": bool(report.keep_defaults),
             "within": true >= WITHIN * optimum - 1e-12,
-            "roles": "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
+            # A launch of a configuration within 2% of the optimum is in capitals.
+            "roles": "".join(
+                letter.upper() if speed(changed) / 100.0 >= WITHIN * optimum - 1e-12 else letter
+                for letter, changed in (
+                    (ROLE_LETTERS.get(role, "?"), changed) for role, changed in runner.launched
+                )
+            )
+            if optimum > 1.0
+            else "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
         }
 
 

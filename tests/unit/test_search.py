@@ -352,3 +352,33 @@ def test_an_untried_value_of_a_working_setting_gets_a_launch_of_its_own() -> Non
     for seed in range(5):
         proposal = _propose(obs, _with(C="x"), seed=seed, trials_left=3)
         assert proposal == _with(C="y")
+
+
+def test_the_last_neighbours_are_proposed_even_when_each_holds_several_unscreened_values() -> None:
+    # A small space near its end (the README's demo once the probe froze the NCCL params):
+    # each value launched once, alone, so every neighbour left holds two values not yet
+    # screened, more than the group size the patience asks for. One is still proposed,
+    # rather than nothing (which handed the search to TPE's repeats of measured ones).
+    spec = parse_space(
+        {
+            "server": {"command": ["srv", "--port", "{port}"]},
+            "params": {
+                "P": {"env": "P", "choices": ["default", "x"]},
+                "Q": {"env": "Q", "choices": ["default", "y"]},
+            },
+        },
+        Path("s.yaml"),
+    ).spec
+    base = {"P": DEFAULT, "Q": DEFAULT}
+    obs = [
+        _obs(base, 100.0),
+        _obs(base, 100.1),
+        _obs({**base, "P": "x"}, 100.2),
+        _obs({**base, "Q": "y"}, 99.9),
+    ]
+    tried = {settings_from_params(spec, p).config_hash for p in (o.params for o in obs)}
+    for seed in range(3):
+        proposal = propose(
+            spec, obs, base, exclude=tried, rng=np.random.default_rng(seed), trials_left=6
+        )
+        assert proposal == {"P": "x", "Q": "y"}

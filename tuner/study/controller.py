@@ -32,6 +32,7 @@ from tuner.storage import Store
 from tuner.study import (
     analysis,
     attrs,
+    exhaustion,
     futility,
     pareto,
     pareto_sweep,
@@ -45,9 +46,6 @@ from tuner.study.limit_steering import fit_steering, propose_avoiding
 from tuner.study.probing import SweepProbe
 from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
-
-MAX_IDLE_PROPOSALS = 50
-"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
 
 
 class SweepController:
@@ -77,6 +75,7 @@ class SweepController:
         # no pruning or final checks, all of which model one objective.
         self.multi = is_multi_objective(self.spec)
         self._idle_proposals = 0
+        self._local_done = False  # the local search's last answer: nothing left to propose
         # Several workers (docs/distributed.md): once-only launches are claimed; a worker may
         # have a budget of its own; dead workers' trials are recovered after every trial.
         self.claims = claims
@@ -200,12 +199,26 @@ class SweepController:
             if self._queue_final_checks(study, result):
                 return None
             return "futile", self._futile_sentence(study, result, chance)
-        if self._idle_proposals >= MAX_IDLE_PROPOSALS:
-            return "exhausted", (
-                f"{MAX_IDLE_PROPOSALS} proposals in a row were duplicates or broke "
-                "constraints: the space looks exhausted"
-            )
-        return None
+        return self._exhausted(study)
+
+    def _exhausted(self, study: optuna.Study) -> tuple[str, str] | None:
+        """tuner/study/exhaustion.py: the open grid all tried, or repeats in a row."""
+        pending = self._confirmation_pending(study)
+        return exhaustion.verdict(
+            self.spec,
+            self.probe.frozen(study) if self.probe is not None else frozenset(),
+            self._tried(study) if self._local_done and not pending else None,
+            idle=self._idle_proposals,
+            local_done=self._local_done,
+        )
+
+    def _tried(self, study: optuna.Study) -> set[str]:
+        """The configurations proposed so far: launched, queued, refused or repeated."""
+        return {
+            t.user_attrs[attrs.CONFIG]
+            for t in study.get_trials(deepcopy=False)
+            if attrs.CONFIG in t.user_attrs
+        }
 
     def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
         self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
@@ -273,7 +286,6 @@ class SweepController:
         if any(t.state == TrialState.WAITING for t in trials):
             return
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
-        tried = {t.user_attrs[attrs.CONFIG] for t in trials if attrs.CONFIG in t.user_attrs}
         frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
         rng = self._rng(study)
         params, skipped = propose_avoiding(  # not what the limits rule out
@@ -290,8 +302,9 @@ class SweepController:
             ),
             fit_steering(self.store, self.space, self._rng(study, stream=2)),
             self.spec,
-            tried,
+            self._tried(study),
         )
+        self._local_done = params is None
         for line in skipped:
             self.observer.message(line)
         if params is None:
@@ -471,16 +484,11 @@ class SweepController:
         if self._search_trials_since_gain(study) < futility.MIN_TRIALS:
             return None
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
-        tried = {
-            t.user_attrs[attrs.CONFIG]
-            for t in study.get_trials(deepcopy=False)
-            if attrs.CONFIG in t.user_attrs
-        }
         chance = futility.chance_of_gain(
             self.spec,
             result.observations(),
             incumbent.params,
-            exclude=tried,
+            exclude=self._tried(study),
             rng=self._rng(study, stream=1),
             min_gain=stop.min_gain,
             max_changes=self.spec.search.max_changes,

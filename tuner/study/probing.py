@@ -25,7 +25,6 @@ and ``CUDA_DEVICE_MAX_CONNECTIONS``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -57,14 +56,12 @@ from tuner.space.settings import (
 )
 from tuner.space.spec import ParamSpec, Scalar, Space
 from tuner.stats.wording import percent
-from tuner.study import analysis, attrs, search
+from tuner.study import analysis, attrs, exhaustion, search
 from tuner.trial.runner import launch_spec_for
 
 NCCL_EXTRA_VARIABLES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
 """Not NCCL's, but an NCCL setting in effect: how many queues carry its kernels."""
 
-GRID_LIMIT = 10_000
-"""Configurations of the params left open, at most, to check whether all were tried."""
 PRUNED = "pruned by the probe"
 """How the reason of a trial the probe kept from launching begins."""
 
@@ -371,17 +368,7 @@ class SweepProbe:
     def _open_grid(self, frozen: frozenset[str]) -> set[str] | None:
         """The hashes of every configuration of the open params (frozen ones at default),
         or None when there are ranges or too many to list."""
-        open_params = [n for n in self.spec.params if n not in frozen]
-        choices = [self.spec.params[n].choices for n in open_params]
-        if any(c is None for c in choices) or math.prod(len(c or ()) for c in choices) > GRID_LIMIT:
-            return None
-        base = baseline_params(self.spec)
-        grid = set()
-        for combo in itertools.product(*(c or () for c in choices)):
-            params = {**base, **dict(zip(open_params, combo, strict=True))}
-            if not violated_constraints(self.spec, params):
-                grid.add(settings_from_params(self.spec, params).config_hash)
-        return grid
+        return exhaustion.open_grid(self.spec, frozen)
 
     def _single_changes(self) -> list[tuple[str, Scalar, Settings]]:
         base = baseline_params(self.spec)

@@ -365,11 +365,11 @@ def propose(
     new = (rows > 0) & (center == 0)
     untried = (new & under).sum(axis=1)
     never = (new & (tried == 0)).sum(axis=1)
-    keep = untried <= size
+    # At most ``size`` values not yet screened per launch; when every neighbour left holds
+    # more (a small space near its end), those holding the fewest.
+    keep = untried <= max(size, int(untried.min()))
     candidates = [c for c, k in zip(candidates, keep, strict=True) if k]
     rows, new, untried, never = rows[keep], new[keep], untried[keep], never[keep]
-    if not candidates:
-        return None
     p_gain = (((rows - center) @ draws.T) > math.log1p(min_gain)).mean(axis=1)
     changes = (rows != center).sum(axis=1)
     # A working param's untried value can only be tried alone: such a launch counts as a

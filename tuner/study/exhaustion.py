@@ -1,0 +1,75 @@
+"""When the space is used up: every configuration of the open params tried, or proposals
+that launch nothing.
+
+The local search (tuner/study/search.py) proposes nothing once every neighbour of the
+incumbent has been launched; optuna's TPE then proposes, and in a small space most of
+its proposals repeat a configuration already measured (not launched again, but each is
+a trial in the list). ``open_grid`` lists the configurations of the params left open
+(the probe's frozen ones at default) when they are few, so the sweep can stop as soon
+as all were tried; ``IDLE_AFTER_LOCAL`` bounds the repeats where they are too many to list.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from tuner.space.settings import baseline_params, settings_from_params, violated_constraints
+from tuner.space.spec import SpaceSpec
+
+MAX_IDLE_PROPOSALS = 50
+"""Proposals in a row that launch nothing (duplicates, constraint breaks) before giving up."""
+GRID_LIMIT = 10_000
+"""Configurations of the params left open, at most, to check whether all were tried."""
+IDLE_AFTER_LOCAL = 8
+"""Proposals in a row that launch nothing (repeats, constraint breaks), once the local
+search has nothing left, before the space counts as exhausted. TPE's repeats are then
+all that is proposed; while the local search still proposes, the sweep's own, larger
+limit holds."""
+
+
+def open_grid(spec: SpaceSpec, frozen: frozenset[str] = frozenset()) -> set[str] | None:
+    """The hashes of every configuration of the params not ``frozen`` (those at default),
+    constraints kept; None when a param is a range or there are over GRID_LIMIT of them."""
+    open_params = [n for n in spec.params if n not in frozen]
+    choices = [spec.params[n].choices for n in open_params]
+    if any(c is None for c in choices) or math.prod(len(c or ()) for c in choices) > GRID_LIMIT:
+        return None
+    base = baseline_params(spec)
+    grid = set()
+    for combo in itertools.product(*(c or () for c in choices)):
+        params = {**base, **dict(zip(open_params, combo, strict=True))}
+        if not violated_constraints(spec, params):
+            grid.add(settings_from_params(spec, params).config_hash)
+    return grid
+
+
+def all_tried(spec: SpaceSpec, frozen: frozenset[str], tried: set[str]) -> int | None:
+    """The size of the open grid when every configuration in it was tried, else None."""
+    grid = open_grid(spec, frozen)
+    return len(grid) if grid is not None and grid <= tried else None
+
+
+def verdict(
+    spec: SpaceSpec,
+    frozen: frozenset[str],
+    tried: set[str] | None,
+    *,
+    idle: int,
+    local_done: bool,
+) -> tuple[str, str] | None:
+    """("exhausted", sentence) or None. ``tried``: the configurations proposed so far,
+    or None when the grid is not to be checked now (the local search still proposes, or
+    a confirmation is pending); ``idle``: proposals in a row that launched nothing."""
+    if tried is not None:
+        size = all_tried(spec, frozen, tried)
+        if size is not None:
+            return "exhausted", f"every configuration of the space has been tried ({size})"
+    limit = IDLE_AFTER_LOCAL if local_done else MAX_IDLE_PROPOSALS
+    if idle < limit:
+        return None
+    after = " after the local search had nothing left" if local_done else ""
+    return "exhausted", (
+        f"{limit} proposals in a row were duplicates or broke constraints{after}: "
+        "the space looks exhausted"
+    )
