@@ -26,13 +26,13 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import stats
 from tuner.events import SweepObserver
 from tuner.space.objectives import is_multi_objective
-from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, Space
 from tuner.storage import Store
 from tuner.study import (
     analysis,
     attrs,
     exhaustion,
+    final_checks,
     futility,
     pareto,
     pareto_sweep,
@@ -229,7 +229,8 @@ class SweepController:
         marker = peers.mark_stop(study, reason, self.worker)  # the others stop too
         self.stop_seen = marker or self.stop_seen
 
-    def _claim(self, kind: str, key: str) -> bool:
+    def claim(self, kind: str, key: str) -> bool:
+        """Whether this worker takes a once-only launch (always, without claims)."""
         return self.claims is None or self.claims.take(kind, key)
 
     def queue_confirmations(
@@ -249,7 +250,7 @@ class SweepController:
             else result.needs_confirmation(against=incumbent)
         )
         for config in wanted:
-            if config.config_hash in waiting or not self._claim_confirmation(trials, config):
+            if config.config_hash in waiting or not self.claim_confirmation(trials, config):
                 continue
             queue.enqueue_launch(
                 study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
@@ -265,13 +266,13 @@ class SweepController:
                 f"({result.limit_checks[config.config_hash].describe()}); launching it again"
             )
 
-    def _claim_confirmation(
+    def claim_confirmation(
         self, trials: Sequence[FrozenTrial], config: analysis.ConfigResult
     ) -> bool:
         """One worker queues the next launch of a configuration: the key is the configuration
         and how many trials it has had, so a worker with an older view loses the claim."""
         count = sum(1 for t in trials if t.user_attrs.get(attrs.CONFIG) == config.config_hash)
-        return self._claim("confirm", f"{config.config_hash}:{count}")
+        return self.claim("confirm", f"{config.config_hash}:{count}")
 
     def queue_proposal(self, study: optuna.Study, result: analysis.StudyAnalysis) -> None:
         """Queue the local search's next launch near the incumbent, unless a trial waits.
@@ -287,7 +288,7 @@ class SweepController:
             return
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
         frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
-        rng = self._rng(study)
+        rng = self.rng(study)
         params, skipped = propose_avoiding(  # not what the limits rule out
             lambda exclude: search.propose(
                 self.spec,
@@ -300,7 +301,7 @@ class SweepController:
                 trials_left=self.spec.stop.patience - self._search_trials_since_gain(study),
                 frozen=frozen,
             ),
-            fit_steering(self.store, self.space, self._rng(study, stream=2)),
+            fit_steering(self.store, self.space, self.rng(study, stream=2)),
             self.spec,
             self._tried(study),
         )
@@ -387,82 +388,11 @@ class SweepController:
         """
         if self.multi:
             return False
-        return self._queue_simplification(study, result) or self._queue_tiebreak(study, result)
+        return final_checks.queue_simplification(
+            self, study, result
+        ) or final_checks.queue_tiebreak(self, study, result)
 
-    def _queue_simplification(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
-        """Queue the best with its idle settings dropped (search.simplify), as many times as
-        a confirmed configuration is launched; once per best configuration."""
-        best = result.best
-        launches = 1 + self.spec.stop.confirmations
-        done = list(study.user_attrs.get(attrs.SIMPLIFIED, []))
-        if (
-            best is None
-            or best.is_baseline
-            or best.config_hash in done
-            or self.launched(study) + launches > self.n_trials
-            or not self._claim("simplify", best.config_hash)  # once per best, in all workers
-        ):
-            return False
-        study.set_user_attr(attrs.SIMPLIFIED, [*done, best.config_hash])
-        simpler = search.simplify(
-            self.spec,
-            result.observations(),
-            best.params,
-            rng=self._rng(study),
-            min_gain=self.spec.stop.min_gain,
-        )
-        if simpler is None:
-            return False
-        config_hash = settings_from_params(self.spec, simpler).config_hash
-        measured = result.configs.get(config_hash)
-        if measured is not None:
-            # Launched already (a search trial may have tried it): top it up to a trusted
-            # count, unless what it showed is already significantly worse than the best.
-            if result.compare(best, measured).verdict == "better":
-                return False
-            launches -= len(measured.launches)
-        elif any(
-            t.user_attrs.get(attrs.CONFIG) == config_hash for t in study.get_trials(deepcopy=False)
-        ):
-            return False  # proposed before and not measured: refused, failed or pruned
-        if launches <= 0:
-            return False
-        for _ in range(launches):
-            queue.enqueue_launch(study, self.spec, simpler, "simplify", {attrs.CONFIG: config_hash})
-        dropped = sorted(k for k, v in best.changed.items() if simpler.get(k) != v)
-        self.observer.message(
-            f"trying trial {best.trials[0]} without {', '.join(dropped)}, which look idle"
-        )
-        return True
-
-    def _queue_tiebreak(self, study: optuna.Study, result: analysis.StudyAnalysis) -> bool:
-        """When the recommendation trails the best by more than min_gain, yet not
-        significantly, launch the less measured of the two again (up to the confirmation
-        cap): the simplicity rule should not give away a real gain for want of data."""
-        rec = result.recommendation()
-        if rec is None or rec.recommended == rec.best:
-            return False
-        best, chosen = result.configs[rec.best], result.configs[rec.recommended]
-        gap = result.compare(best, chosen).gain
-        if gap <= self.spec.stop.min_gain or self.launched(study) >= self.n_trials:
-            return False
-        stop = self.spec.stop
-        for config in sorted((chosen, best), key=lambda c: len(c.launches)):
-            first = stop.baseline_launches if config.is_baseline else 1
-            if len(config.launches) - first < stop.confirmation_cap:
-                if not self._claim_confirmation(study.get_trials(deepcopy=False), config):
-                    return True  # another worker queued it: the sweep goes on until it ran
-                queue.enqueue_launch(
-                    study, self.spec, config.params, "confirm", {attrs.CONFIG: config.config_hash}
-                )
-                self.observer.message(
-                    f"launching trial {config.trials[0]} again: {result.describe(chosen)} "
-                    f"trails {result.describe(best)} by {gap:.1%}, not yet significantly"
-                )
-                return True
-        return False
-
-    def _rng(self, study: optuna.Study, stream: int = 0) -> np.random.Generator:
+    def rng(self, study: optuna.Study, stream: int = 0) -> np.random.Generator:
         # Seeded per proposal, so a seeded study proposes the same whether resumed or not;
         # ``stream`` keeps the futility check's draws apart from the proposal's.
         n = len(study.get_trials(deepcopy=False))
@@ -489,7 +419,7 @@ class SweepController:
             result.observations(),
             incumbent.params,
             exclude=self._tried(study),
-            rng=self._rng(study, stream=1),
+            rng=self.rng(study, stream=1),
             min_gain=stop.min_gain,
             max_changes=self.spec.search.max_changes,
             frozen=self.probe.frozen(study) if self.probe is not None else frozenset(),
