@@ -45,6 +45,13 @@ OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
 }
 
 
+def known_metric(value: str) -> str:
+    """``value`` when it is an objective metric; else ValueError listing them."""
+    if value not in OBJECTIVE_METRICS:
+        raise ValueError(f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}")
+    return value
+
+
 def _shipped_spaces() -> Path:
     # Package data of tuner, so an installed wheel has them too. In a checkout
     # tuner/search_spaces is a link to the top-level search_spaces/, the files people read.
@@ -209,11 +216,7 @@ class ObjectiveSpec(StrictModel):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, value: str) -> str:
-        if value not in OBJECTIVE_METRICS:
-            raise ValueError(
-                f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}"
-            )
-        return value
+        return known_metric(value)
 
 
 class ObjectiveItem(StrictModel):
@@ -226,11 +229,7 @@ class ObjectiveItem(StrictModel):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, value: str) -> str:
-        if value not in OBJECTIVE_METRICS:
-            raise ValueError(
-                f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}"
-            )
-        return value
+        return known_metric(value)
 
 
 class StopSpec(StrictModel):

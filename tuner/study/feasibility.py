@@ -137,15 +137,25 @@ def launch_values(
     store: Store, launch_ids: Sequence[int], limits: Sequence[MetricLimit]
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
     """Per launch, per limit: the estimate over its rounds (None: a NaN or missing value)."""
+    return {
+        launch_id: [_launch_estimate(limit, by_round) for limit in limits]
+        for launch_id, by_round in launch_rounds(store, launch_ids).items()
+    }
+
+
+def launch_rounds(
+    store: Store, launch_ids: Sequence[int]
+) -> dict[int, list[Mapping[int, Mapping[str, Any]]]]:
+    """Per launch, its rounds in order, each the level summaries by concurrency (the fixed
+    levels only: a capacity search's levels are not the objective's or a limit's)."""
     rounds: dict[int, dict[int, dict[int, Mapping[str, Any]]]] = defaultdict(
         lambda: defaultdict(dict)
     )
     for level in store.levels_of(list(launch_ids)):
         rounds[level.launch_id][level.round][level.concurrency] = level.summary
-    out: dict[int, list[stats.LaunchEstimate | None]] = {}
-    for launch_id, by_round in rounds.items():
-        out[launch_id] = [_launch_estimate(limit, by_round.values()) for limit in limits]
-    return out
+    return {
+        launch_id: [by_round[r] for r in sorted(by_round)] for launch_id, by_round in rounds.items()
+    }
 
 
 def optuna_values(store: Store, space: Space, launch_id: int) -> list[float]:

@@ -19,7 +19,7 @@ from typing import Any
 from tuner import stats
 from tuner.space.objectives import Objective
 from tuner.storage import LaunchRow, Store
-from tuner.study.feasibility import summary_metric
+from tuner.study.feasibility import launch_rounds, summary_metric
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,10 @@ def launch_values(
     store: Store, launch_ids: Sequence[int], objectives: Sequence[Objective]
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
     """Per launch, per objective: the estimate over its rounds (None: NaN or missing)."""
-    rounds: dict[int, dict[int, dict[int, Mapping[str, Any]]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
-    for level in store.levels_of(list(launch_ids)):
-        rounds[level.launch_id][level.round][level.concurrency] = level.summary
-    out: dict[int, list[stats.LaunchEstimate | None]] = {}
-    for launch_id, by_round in rounds.items():
-        out[launch_id] = [_launch_estimate(o, by_round.values()) for o in objectives]
-    return out
+    return {
+        launch_id: [_launch_estimate(o, by_round) for o in objectives]
+        for launch_id, by_round in launch_rounds(store, launch_ids).items()
+    }
 
 
 def launch_means(store: Store, launch_id: int, objectives: Sequence[Objective]) -> list[float]:
