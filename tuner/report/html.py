@@ -194,20 +194,10 @@ def _front_table(front: ParetoView, confidence: float) -> str:
     """`tuner best`'s front of trusted configurations: pooled estimates with intervals, the
     non-dominated mark and the recommendation (the chart above is one point per launch)."""
     head = "".join(f"<th>{esc(o.name)} ({esc(o.direction)})</th>" for o in front.objectives)
-    rows = []
-    for row in front.rows:
-        mark = "non-dominated" if not row.dominated else "dominated"
-        if row.recommended:
-            mark += ", recommended"
-        elif row.recommendable:
-            mark += ", recommendable"
-        by = ", ".join(f"trial {t}" for t in row.dominated_by) or "-"
-        changed = " ".join(f"{k}={v}" for k, v in row.changed.items()) or "(defaults)"
-        rows.append(
-            f"<tr><td>{esc(mark)}</td><td class=num>{esc(row.trial)}</td>"
-            + "".join(f"<td class=num>{esc(v.text())}</td>" for v in row.values)
-            + f"<td class=num>{row.launches}</td><td>{esc(by)}</td><td>{esc(changed)}</td></tr>"
-        )
+    rows = [
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row.cells("non-dominated")) + "</tr>"
+        for row in front.rows
+    ]
     return (
         f"<p>The trusted configurations, each objective's mean over its launches "
         f"[{confidence:.0%} interval]; dominated means another is better beyond noise on one "

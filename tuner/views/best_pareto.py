@@ -62,6 +62,20 @@ class ParetoRow:
     def dominated(self) -> bool:
         return bool(self.dominated_by)
 
+    def cells(self, non_dominated: str) -> list[str]:
+        """The row as text: mark (``non_dominated`` when it is, then recommended or
+        recommendable), trial, each objective, launches, dominated by, settings."""
+        role = "recommended" if self.recommended else "recommendable" if self.recommendable else ""
+        mark = " ".join(m for m in ("" if self.dominated else non_dominated, role) if m)
+        return [
+            mark,
+            str(self.trial),
+            *(v.text() for v in self.values),
+            str(self.launches),
+            ", ".join(f"trial {t}" for t in self.dominated_by) or "-",
+            " ".join(f"{k}={v}" for k, v in self.changed.items()) or "(defaults)",
+        ]
+
     def to_json(self, objectives: tuple[Objective, ...]) -> dict[str, Any]:
         return {
             "trial": self.trial,
@@ -102,19 +116,7 @@ class ParetoView:
         for col in ("launches", "dominated by", "settings"):
             table.add_column(col)
         for row in self.rows:
-            mark = "*" if not row.dominated else ""
-            if row.recommended:
-                mark += " recommended"
-            elif row.recommendable:
-                mark += " recommendable"
-            table.add_row(
-                mark.strip(),
-                str(row.trial),
-                *(v.text() for v in row.values),
-                str(row.launches),
-                ", ".join(f"trial {t}" for t in row.dominated_by) or "-",
-                " ".join(f"{k}={v}" for k, v in row.changed.items()) or "(defaults)",
-            )
+            table.add_row(*row.cells(non_dominated="*"))
         return table
 
 
