@@ -28,6 +28,9 @@ run_tier() {  # name, marker expression
   return "$rc"
 }
 
+run_tier unit "not integration and not vllm and not postgres and not gpu" "$@"
+run_tier integration "integration and not vllm and not postgres and not gpu" "$@"
+
 postgres_up() {
   .venv/bin/python -c "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/test', connect_timeout=3).close()" 2>/dev/null
 }
@@ -39,32 +42,14 @@ if ! postgres_up && [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ] && command -v pg_ls
   done
   sleep 2
 fi
-# The postgres tier mostly waits on its worker processes: it runs beside the unit tier
-# (one CPU-bound process) to keep CI short on two cores; its output follows the unit tier's.
-pg_pid=""
-pg_log=$(mktemp)
-trap 'if [ -n "$pg_pid" ]; then kill "$pg_pid" 2>/dev/null || true; fi; rm -f "$pg_log"' EXIT
 if postgres_up; then
-  run_tier postgres "postgres" "$@" >"$pg_log" 2>&1 &
-  pg_pid=$!
+  run_tier postgres "postgres" "$@"
 elif [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ]; then
   echo "=== tier: postgres FAILED: TUNER_REQUIRE_POSTGRES=1 but no PostgreSQL answers at 127.0.0.1:5432 (database test, user postgres, trust auth) ===" >&2
   exit 1
-fi
-
-run_tier unit "not integration and not vllm and not postgres and not gpu" "$@"
-if [ -n "$pg_pid" ]; then
-  set +e
-  wait "$pg_pid"
-  pg_rc=$?
-  set -e
-  pg_pid=""
-  cat "$pg_log"
-  if [ "$pg_rc" -ne 0 ]; then exit "$pg_rc"; fi
 else
   echo "=== tier: postgres SKIPPED: no PostgreSQL at 127.0.0.1:5432 (database test) ==="
 fi
-run_tier integration "integration and not vllm and not postgres and not gpu" "$@"
 
 if .venv/bin/python -c "import pynvml; pynvml.nvmlInit()" 2>/dev/null; then
   run_tier gpu "gpu" "$@"
