@@ -77,7 +77,21 @@ def test_fixed_port_needs_no_placeholder() -> None:
 
 def test_shell_string_command_is_refused() -> None:
     msg = _error(_with(server={"command": "vllm serve m --port {port}"}))
-    assert "list of arguments" in msg
+    assert "server.command" in msg and "list of arguments" in msg
+    assert "[vllm, serve, MODEL" in msg  # the example is the server's, not the probe's
+
+
+def test_shell_string_probe_command_is_refused_with_a_probe_example() -> None:
+    msg = _error(_with(probe={"command": "python -m tuner probe allreduce"}))
+    assert "probe.command" in msg and "not a shell string" in msg
+    assert "probe, allreduce" in msg
+
+
+def test_command_values_become_text() -> None:
+    space = parse_space(
+        _with(server={"command": ["vllm", 8, True, "--port", "{port}"]}), Path("space.yaml")
+    )
+    assert space.spec.server.command == ["vllm", "8", "1", "--port", "{port}"]
 
 
 def test_unknown_objective_metric_lists_the_known_ones() -> None:

@@ -19,7 +19,7 @@ from tuner.space.spec import load_space
 from tuner.storage.store import Store
 from tuner.study import analysis
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
-from tuner.study.feasibility import optuna_values, summary_metric
+from tuner.study.feasibility import metric_estimate, optuna_values, summary_metric
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
 
@@ -286,3 +286,19 @@ def test_optuna_reads_each_launchs_value_minus_the_limit(tmp_path: Path) -> None
     launches = store.launches("slo")
     assert optuna_values(store, space, launches[0].id) == [pytest.approx(61.0 - 100)]
     assert optuna_values(store, space, launches[2].id) == [pytest.approx(160.0 - 100)]
+
+
+def test_metric_estimate_reads_one_level_or_the_worst_of_every_level() -> None:
+    rounds = [
+        {1: {"ttft_ms": {"p99": 10.0}}, 4: {"ttft_ms": {"p99": 30.0}}},
+        {1: {"ttft_ms": {"p99": 12.0}}, 4: {"ttft_ms": {"p99": 34.0}}},
+    ]
+    one = metric_estimate(rounds, "ttft_ms_p99", 1)
+    assert one is not None and one.mean == pytest.approx(11.0)
+    worst = metric_estimate(rounds, "ttft_ms_p99", "*")
+    assert worst is not None and worst.mean == pytest.approx(32.0)
+    best = metric_estimate(rounds, "ttft_ms_p99", "*", worst=min)
+    assert best is not None and best.mean == pytest.approx(11.0)
+    # A round without the level, or without the metric, is no value at all.
+    assert metric_estimate([*rounds, {1: {"ttft_ms": {"p99": 9.0}}}], "ttft_ms_p99", 4) is None
+    assert metric_estimate(rounds, "tpot_ms_p99", 1) is None

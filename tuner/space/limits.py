@@ -75,6 +75,16 @@ class MetricLimit:
         return over / abs(self.value)
 
 
+def check_limits(
+    texts: list[str], *, level: Literal["required", "forbidden", "optional"]
+) -> list[str]:
+    """``texts`` unchanged when every one reads as a limit (``parse_limit``), else its ValueError:
+    the space file's validators keep the text and parse it where it is used."""
+    for text in texts:
+        parse_limit(text, level=level)
+    return texts
+
+
 def parse_limit(
     text: str, *, level: Literal["required", "forbidden", "optional"] = "optional"
 ) -> MetricLimit:

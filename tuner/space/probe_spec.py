@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from tuner.space.spec_base import StrictModel, as_text
+from tuner.space.spec_base import StrictModel, argv_as_text
 
 PROBE_PLACEHOLDERS = ("python", "space_dir", "study_dir", "config", "sizes", "repeats")
 """What a probe command may name in braces (docs/probe.md); ``{sizes}`` is comma-separated."""
@@ -36,14 +36,10 @@ class ProbeSpec(StrictModel):
     @field_validator("command", mode="before")
     @classmethod
     def _command_as_text(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "must be a list of arguments, e.g. ['{python}', -m, tuner, probe, allreduce, "
-                "--sizes, '{sizes}', --repeats, '{repeats}'], not a shell string"
-            )
-        if isinstance(value, list):
-            return [as_text(v) for v in value]
-        return value
+        return argv_as_text(
+            value,
+            "['{python}', -m, tuner, probe, allreduce, --sizes, '{sizes}', --repeats, '{repeats}']",
+        )
 
     @field_validator("command")
     @classmethod

@@ -62,11 +62,9 @@ class CapacitySpec(StrictModel):
     @field_validator("limits")
     @classmethod
     def _readable_limits(cls, value: list[str]) -> list[str]:
-        from tuner.space.limits import parse_limit  # limits.py imports spec.py, which imports us
+        from tuner.space.limits import check_limits  # limits.py imports spec.py, which imports us
 
-        for text in value:
-            parse_limit(text, level="forbidden")  # ValueError: what to write instead
-        return value
+        return check_limits(value, level="forbidden")  # ValueError: what to write instead
 
     @model_validator(mode="after")
     def _start_below_max(self) -> CapacitySpec:

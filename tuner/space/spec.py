@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tuner.errors import ConfigError
 from tuner.space.probe_spec import ProbeSpec
 from tuner.space.slo import CapacitySpec, check_goodput, check_slo_objective
-from tuner.space.spec_base import StrictModel, as_text
+from tuner.space.spec_base import StrictModel, argv_as_text, as_text
 
 DEFAULT = "default"
 """The choice that means: leave the variable unset, leave the argument out."""
@@ -89,14 +89,7 @@ class ServerSpec(StrictModel):
     @field_validator("command", mode="before")
     @classmethod
     def _command_as_text(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError(
-                "must be a list of arguments, e.g. [vllm, serve, MODEL, --port, '{port}'], "
-                "not a shell string"
-            )
-        if isinstance(value, list):
-            return [as_text(v) for v in value]
-        return value
+        return argv_as_text(value, "[vllm, serve, MODEL, --port, '{port}']")
 
     @model_validator(mode="after")
     def _port_placeholder(self) -> ServerSpec:
@@ -207,11 +200,9 @@ class ObjectiveSpec(StrictModel):
     @field_validator("subject_to")
     @classmethod
     def _readable_limits(cls, value: list[str]) -> list[str]:
-        from tuner.space.limits import parse_limit  # limits.py imports this module's names
+        from tuner.space.limits import check_limits  # limits.py imports this module's names
 
-        for text in value:
-            parse_limit(text, level="required")  # ValueError: what to write instead
-        return value
+        return check_limits(value, level="required")  # ValueError: what to write instead
 
     @field_validator("metric")
     @classmethod

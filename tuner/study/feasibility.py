@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -176,13 +176,28 @@ def optuna_values(store: Store, space: Space, launch_id: int) -> list[float]:
 
 
 def _launch_estimate(limit: MetricLimit, by_round: Any) -> stats.LaunchEstimate | None:
+    return metric_estimate(
+        by_round, limit.metric, limit.level, worst=max if limit.op == "<=" else min
+    )
+
+
+def metric_estimate(
+    by_round: Any,
+    metric: str,
+    level: int | str | None,
+    *,
+    worst: Callable[[list[float]], float] = max,
+) -> stats.LaunchEstimate | None:
+    """One launch's estimate of ``metric`` at ``level`` from its rounds (``launch_rounds``);
+    ``level`` ``"*"``: each round's worst level, as ``worst`` picks it. None when a round
+    lacks the level or the metric: a failed level is never a value."""
     per_round = []
     for levels in by_round:
-        wanted = levels.values() if limit.level == "*" else [levels.get(limit.level)]
-        values = [summary_metric(s, limit.metric) if s is not None else math.nan for s in wanted]
+        wanted = list(levels.values()) if level == "*" else [levels.get(level)]
+        values = [summary_metric(s, metric) if s is not None else math.nan for s in wanted]
         if not values or any(math.isnan(v) for v in values):
-            return None  # a level that failed or is missing breaks the limit
-        per_round.append(max(values) if limit.op == "<=" else min(values))
+            return None
+        per_round.append(worst(values))
     return stats.launch_estimate(per_round) if per_round else None
 
 

@@ -14,12 +14,11 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tuner import stats
 from tuner.space.objectives import Objective
 from tuner.storage import LaunchRow, Store
-from tuner.study.feasibility import launch_rounds, summary_metric
+from tuner.study.feasibility import launch_rounds, metric_estimate
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def launch_values(
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
     """Per launch, per objective: the estimate over its rounds (None: NaN or missing)."""
     return {
-        launch_id: [_launch_estimate(o, by_round) for o in objectives]
+        launch_id: [metric_estimate(by_round, o.metric, o.concurrency) for o in objectives]
         for launch_id, by_round in launch_rounds(store, launch_ids).items()
     }
 
@@ -81,14 +80,3 @@ def launch_means(store: Store, launch_id: int, objectives: Sequence[Objective]) 
     if found is None:
         return [math.nan] * len(objectives)
     return [e.mean if e is not None else math.nan for e in found]
-
-
-def _launch_estimate(objective: Objective, by_round: Any) -> stats.LaunchEstimate | None:
-    per_round = []
-    for levels in by_round:
-        summary = levels.get(objective.concurrency)
-        value = summary_metric(summary, objective.metric) if summary is not None else math.nan
-        if math.isnan(value):
-            return None
-        per_round.append(value)
-    return stats.launch_estimate(per_round) if per_round else None
