@@ -14,7 +14,7 @@ import httpx
 import optuna
 import pytest
 
-from tests.integration.sweep_helpers import FAST_SIM, run_tuner, write_space
+from tests.integration.sweep_helpers import FAST_SIM, run_tuner, tuner_in_process, write_space
 from tuner.launcher import ServerProcess, free_port
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
@@ -82,7 +82,7 @@ def test_cli_sweep_best_json_trials_and_resume(tmp_path: Path) -> None:
     assert (tmp_path / "experiments.db").exists()
     assert "trial   0 baseline" in run.stdout
 
-    best = _tuner("best", "--space", str(path), "--format", "json", cwd=tmp_path)
+    best = tuner_in_process("best", "--space", str(path), "--format", "json", cwd=tmp_path)
     assert best.returncode == 0, best.stderr
     answer = json.loads(best.stdout)
     for key in ("study", "best", "recommended", "baseline", "stop_reason", "trials"):
@@ -102,7 +102,7 @@ def test_cli_sweep_best_json_trials_and_resume(tmp_path: Path) -> None:
     launched = [t for t in study.trials if t.user_attrs.get("tuner_launched")]
     assert len(launched) == 4
 
-    listing = _tuner("trials", "--space", str(path), cwd=tmp_path)
+    listing = tuner_in_process("trials", "--space", str(path), cwd=tmp_path)
     assert listing.returncode == 0 and "baseline" in listing.stdout
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.sweep_helpers import FAST_SIM, run_tuner, write_space
+from tests.integration.sweep_helpers import FAST_SIM, tuner_in_process, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.sweep import run_sweep
@@ -68,7 +68,7 @@ def test_each_launchs_capacity_is_within_one_bisection_step_of_the_truth(tmp_pat
         assert [lv.concurrency for lv in store.levels(row.id)] == [1]
         searched = [lv.concurrency for lv in store.levels(row.id, capacity_search=True)]
         assert searched[:4] == [1, 2, 4, 8] and search["capacity"] in searched  # doubling first
-    done = run_tuner("best", "--storage", storage, "--study", "cap", "--format", "json",
+    done = tuner_in_process("best", "--storage", storage, "--study", "cap", "--format", "json",
                      cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
@@ -78,7 +78,7 @@ def test_each_launchs_capacity_is_within_one_bisection_step_of_the_truth(tmp_pat
     assert abs(capacity["recommended"]["capacity"] - 12) <= 1
     assert capacity["recommended"]["at_capacity"]["ttft_ms_p99"] <= 30
     assert capacity["recommended"]["at_capacity"]["output_throughput"] > 0
-    table = run_tuner("best", "--storage", storage, "--study", "cap", cwd=tmp_path)
+    table = tuner_in_process("best", "--storage", storage, "--study", "cap", cwd=tmp_path)
     assert "Capacity within ttft_ms.p99 <= 30:" in table.stdout
 
 
@@ -101,7 +101,7 @@ def test_goodput_as_the_objective_counts_requests_within_the_slo(tmp_path: Path)
         by_seqs.setdefault(row.params["max_num_seqs"], []).extend(row.objective_rounds or [])
     # 8 slots: half of 16 streams wait a whole request for their first token, past 30 ms.
     assert min(by_seqs[16]) > 1.5 * max(by_seqs["default"]) > 0
-    done = run_tuner("best", "--storage", storage, "--study", "cap", "--format", "json",
+    done = tuner_in_process("best", "--storage", storage, "--study", "cap", "--format", "json",
                      cwd=tmp_path)  # fmt: skip
     answer = json.loads(done.stdout)
     assert answer["metric"] == "goodput" and answer["direction"] == "maximize"
