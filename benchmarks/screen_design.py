@@ -67,8 +67,11 @@ sys.path.insert(0, str(ROOT))
 
 from tuner import stats  # noqa: E402
 from tuner.sim import parse_settings, relative_speed  # noqa: E402
-from tuner.space.settings import canonical_value, settings_from_params  # noqa: E402
-from tuner.space.settings import violated_constraints as _violated  # noqa: E402
+from tuner.space.settings import (  # noqa: E402
+    canonical_value,
+    settings_from_params,
+    violated_constraints,
+)
 from tuner.space.spec import DEFAULT, Scalar, SpaceSpec, load_space  # noqa: E402
 from tuner.study import search  # noqa: E402
 from tuner.study.search import EffectModel, Observation, levels, neighbours  # noqa: E402
@@ -143,12 +146,6 @@ class Study:
     def count(self, params: Mapping[str, Scalar]) -> int:
         target = key_of(params)
         return sum(key_of(launch.params) == target for launch in self.launches)
-
-
-def violated_constraints(spec: SpaceSpec, params: Mapping[str, Scalar]) -> list:
-    """tuner's check on the full configuration: a param left out must read as default
-    (a name it does not find is taken for a literal)."""
-    return _violated(spec, {name: params.get(name, DEFAULT) for name in spec.params})
 
 
 SPEC_PATH = ROOT / "search_spaces" / "sim.yaml"

@@ -102,6 +102,9 @@ def test_constraints_skip_sides_left_at_default() -> None:
     assert [str(c) for c in violated_constraints(SPACE, {"MIN": 16, "MAX": 8})] == ["MIN <= MAX"]
     assert violated_constraints(SPACE, {"MIN": 4, "MAX": 8}) == []
     assert violated_constraints(SPACE, {"MIN": 16, "MAX": "default"}) == []
+    # A param left out is at its default, not the literal text of its name.
+    assert violated_constraints(SPACE, {"MIN": 16}) == []
+    assert violated_constraints(SPACE, {"MAX": 4}) == []
 
 
 def test_placeholders_in_argv_and_env_only_the_documented_ones() -> None:

@@ -105,12 +105,12 @@ def violated_constraints(spec: SpaceSpec, params: Mapping[str, Scalar]) -> list[
 
     A side at ``default`` is unknown (the server picks the value), so a constraint
     that names it is not checked: NCCL_MIN_NCHANNELS <= NCCL_MAX_NCHANNELS holds
-    whenever either is left to NCCL.
+    whenever either is left to NCCL. A param ``params`` leaves out is at its default.
     """
     broken = []
     for constraint in spec.constraints:
-        left = _side_value(constraint.left, params)
-        right = _side_value(constraint.right, params)
+        left = _side_value(constraint.left, params, spec)
+        right = _side_value(constraint.right, params, spec)
         if left is None or right is None:
             continue
         try:
@@ -122,13 +122,13 @@ def violated_constraints(spec: SpaceSpec, params: Mapping[str, Scalar]) -> list[
     return broken
 
 
-def _side_value(side: str, params: Mapping[str, Scalar]) -> Any:
-    if side in params:
-        value = params[side]
+def _side_value(side: str, params: Mapping[str, Scalar], spec: SpaceSpec) -> Any:
+    if side in params or side in spec.params:
+        value = params.get(side, DEFAULT)
         if is_default(value):
             return None
         return _number_or_text(value)
-    return _number_or_text(side)
+    return _number_or_text(side)  # a literal: NCCL_MAX_NCHANNELS <= 16
 
 
 def server_argv(server: ServerSpec, settings: Settings, *, port: int, **names: str) -> list[str]:
