@@ -40,9 +40,11 @@ def _speed(params: dict[str, object]) -> float:
     return 75.0 if str(params["compilation"]) == "0" else 100.0  # -O0: a loud loser
 
 
-def _run(tmp_path: Path, seed: int) -> tuple[object, FakeRunner, optuna.Study]:
+def _run(
+    tmp_path: Path, seed: int, **changes: object
+) -> tuple[object, FakeRunner, optuna.Study]:
     path = tmp_path / "small.yaml"
-    path.write_text(yaml.safe_dump(SMALL))
+    path.write_text(yaml.safe_dump({**SMALL, **changes}))
     storage = f"sqlite:///{tmp_path}/small.db"
     runner = FakeRunner(Store(storage), "small", speed=_speed, seed=seed)
     result = run_sweep(load_space(path), storage=storage, n_trials=30, seed=seed, runner=runner)
@@ -74,4 +76,13 @@ def test_without_a_grid_to_list_repeats_stop_the_sweep_soon(
     result, _, study = _run(tmp_path, 0)
     assert result.stop_reason == "exhausted"
     assert "after the local search had nothing left" in result.stop_detail
+    assert _repeats(study) <= exhaustion.IDLE_AFTER_LOCAL
+
+
+def test_with_tpe_alone_a_used_up_grid_stops_the_sweep_at_once(tmp_path: Path) -> None:
+    # search.method: tpe (as with several objectives): no local search to wait for, so
+    # neither MAX_IDLE_PROPOSALS repeats nor a sentence about a local search.
+    result, runner, study = _run(tmp_path, 1, search={"method": "tpe"})
+    assert result.stop_reason == "exhausted"
+    assert "local search" not in result.stop_detail
     assert _repeats(study) <= exhaustion.IDLE_AFTER_LOCAL

@@ -204,12 +204,17 @@ class SweepController:
     def _exhausted(self, study: optuna.Study) -> tuple[str, str] | None:
         """tuner/study/exhaustion.py: the open grid all tried, or repeats in a row."""
         pending = self._confirmation_pending(study)
+        # Where optuna's TPE is the only proposer (several objectives, search.method: tpe)
+        # there is no local search to wait for: a used-up grid ends the sweep at once.
+        tpe_only = self.multi or self.spec.search.method != "local"
+        local_done = self._local_done or tpe_only
         return exhaustion.verdict(
             self.spec,
             self.probe.frozen(study) if self.probe is not None else frozenset(),
-            self._tried(study) if self._local_done and not pending else None,
+            self._tried(study) if local_done and not pending else None,
             idle=self._idle_proposals,
-            local_done=self._local_done,
+            local_done=local_done,
+            tpe_only=tpe_only,
         )
 
     def _tried(self, study: optuna.Study) -> set[str]:

@@ -57,10 +57,12 @@ def verdict(
     *,
     idle: int,
     local_done: bool,
+    tpe_only: bool = False,
 ) -> tuple[str, str] | None:
     """("exhausted", sentence) or None. ``tried``: the configurations proposed so far,
     or None when the grid is not to be checked now (the local search still proposes, or
-    a confirmation is pending); ``idle``: proposals in a row that launched nothing."""
+    a confirmation is pending); ``idle``: proposals in a row that launched nothing;
+    ``tpe_only``: optuna's TPE is the only proposer (there is no local search)."""
     if tried is not None:
         size = all_tried(spec, frozen, tried)
         if size is not None:
@@ -68,7 +70,7 @@ def verdict(
     limit = IDLE_AFTER_LOCAL if local_done else MAX_IDLE_PROPOSALS
     if idle < limit:
         return None
-    after = " after the local search had nothing left" if local_done else ""
+    after = " after the local search had nothing left" if local_done and not tpe_only else ""
     return "exhausted", (
         f"{limit} proposals in a row were duplicates or broke constraints{after}: "
         "the space looks exhausted"
