@@ -40,9 +40,7 @@ def _speed(params: dict[str, object]) -> float:
     return 75.0 if str(params["compilation"]) == "0" else 100.0  # -O0: a loud loser
 
 
-def _run(
-    tmp_path: Path, seed: int, **changes: object
-) -> tuple[object, FakeRunner, optuna.Study]:
+def _run(tmp_path: Path, seed: int, **changes: object) -> tuple[object, FakeRunner, optuna.Study]:
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump({**SMALL, **changes}))
     storage = f"sqlite:///{tmp_path}/small.db"
