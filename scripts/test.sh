@@ -54,7 +54,6 @@ run_tier() {  # name, marker expression; TIER_VENV: the environment (default .ve
 }
 
 run_tier unit "not integration and not vllm and not postgres and not gpu" "$@"
-run_tier integration "integration and not vllm and not postgres and not gpu" "$@"
 
 postgres_up() {
   .venv/bin/python -c "import psycopg; psycopg.connect('postgresql://postgres@127.0.0.1:5432/test', connect_timeout=3).close()" 2>/dev/null
@@ -67,14 +66,21 @@ if ! postgres_up && [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ] && command -v pg_ls
   done
   sleep 2
 fi
+SLOW_TIERS="integration"
 if postgres_up; then
-  run_tier postgres "postgres" "$@"
+  SLOW_TIERS="integration or postgres"
 elif [ "${TUNER_REQUIRE_POSTGRES:-0}" = "1" ]; then
   echo "=== tier: postgres FAILED: TUNER_REQUIRE_POSTGRES=1 but no PostgreSQL answers at 127.0.0.1:5432 (database test, user postgres, trust auth) ===" >&2
   exit 1
 else
   echo "=== tier: postgres SKIPPED: no PostgreSQL at 127.0.0.1:5432 (database test) ==="
 fi
+# The integration and postgres tiers mostly wait on servers (the sim sleeps its load and
+# its steps): two pytest workers (pytest-xdist) share them, about 40% off their time.
+# Each test keeps its own ports, directories and databases; TUNER_TEST_WORKERS=0 runs
+# them in one process, one at a time.
+run_tier "${SLOW_TIERS/ or /+}" "($SLOW_TIERS) and not vllm and not gpu" \
+  -n "${TUNER_TEST_WORKERS:-2}" "$@"
 
 if .venv/bin/python -c "import pynvml; pynvml.nvmlInit()" 2>/dev/null; then
   run_tier gpu "gpu" "$@"

@@ -18,7 +18,6 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,7 +52,8 @@ FAKE_SERVER = textwrap.dedent(
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--setsid-grandchild", default=None, help="file to write its pid to")
     p.add_argument("--flood-mbps", type=float, default=0.0)
-    p.add_argument("--shm", default="", help="comma-separated /dev/shm names to create")
+    p.add_argument("--shm", default="", help="comma-separated shared-memory names to create")
+    p.add_argument("--shm-dir", default="/dev/shm")
     p.add_argument("--print-env", default="")
     p.add_argument("--workers", type=int, default=0)
     a = p.parse_args()
@@ -89,7 +89,7 @@ FAKE_SERVER = textwrap.dedent(
 
     keep = []
     for name in filter(None, a.shm.split(",")):
-        fd = os.open(f"/dev/shm/{name}", os.O_CREAT | os.O_RDWR, 0o600)
+        fd = os.open(os.path.join(a.shm_dir, name), os.O_CREAT | os.O_RDWR, 0o600)
         os.ftruncate(fd, 4096)
         keep.append(mmap.mmap(fd, 4096))
         os.close(fd)
@@ -310,28 +310,34 @@ def test_log_flood_does_not_hurt(fake_server: Path, tmp_path: Path) -> None:
 
 
 def test_shm_left_by_a_sigkill_only_server_is_removed(fake_server: Path, tmp_path: Path) -> None:
-    tag = uuid.uuid4().hex[:12]
-    before = Path(f"/dev/shm/psm_test_{tag}_before")
+    # A directory of its own, not /dev/shm: another test's launch, running beside this one
+    # (pytest -n), would rightly take a psm_* file that appeared during it and that nobody
+    # uses for one its server left. test_launcher_sim covers /dev/shm itself.
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    before = shm / "psm_test_before"
     before.write_bytes(b"existed before the launch")
-    names = [f"psm_test_{tag}_a", f"psm_test_{tag}_b"]
+    names = ["psm_test_a", "psm_test_b"]
     spec = make_spec(
-        fake_server, tmp_path, "--ignore-term", "--shm", ",".join(names), stop_timeout_s=0.5
+        fake_server,
+        tmp_path,
+        "--ignore-term",
+        "--shm",
+        ",".join(names),
+        "--shm-dir",
+        str(shm),
+        stop_timeout_s=0.5,
     )
-    try:
-        with ServerProcess(spec) as server:
-            server.start()
-            server.wait_healthy()
-            assert all(Path(f"/dev/shm/{n}").exists() for n in names)
-        report = server.stop()
-        assert server.pid in report.sigkilled
-        assert sorted(report.shm_removed) == sorted(f"/dev/shm/{n}" for n in names)
-        assert not any(Path(f"/dev/shm/{n}").exists() for n in names)
-        assert before.exists()
-        assert report.exit_code == -signal.SIGKILL
-    finally:
-        before.unlink(missing_ok=True)
-        for name in names:
-            Path(f"/dev/shm/{name}").unlink(missing_ok=True)
+    with ServerProcess(spec, shm_dir=shm) as server:
+        server.start()
+        server.wait_healthy()
+        assert all((shm / n).exists() for n in names)
+    report = server.stop()
+    assert server.pid in report.sigkilled
+    assert sorted(report.shm_removed) == sorted(str(shm / n) for n in names)
+    assert not any((shm / n).exists() for n in names)
+    assert before.exists()
+    assert report.exit_code == -signal.SIGKILL
 
 
 def test_gpu_memory_that_never_comes_back_is_reported(fake_server: Path, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tuner.launcher.procfs import paths_in_use
 from tuner.sim.misbehave import pid_alive, shm_path
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -441,6 +442,8 @@ def test_sigterm_exits_fast_and_removes_shm(start_sim: StartSim) -> None:
     sim.wait_healthy()
     path = shm_path(prefix, sim.proc.pid)
     assert path.exists() and sim.config()["shm_path"] == str(path)
+    # Held open like a real segment: another launch's cleanup sees it in use and leaves it.
+    assert str(path) in paths_in_use(sim.proc.pid, "/dev/shm/")
     code, took = sim.stop()
     assert code == 0 and took < 1.0
     assert not path.exists()

@@ -2,7 +2,8 @@
 
 - ``--leave-orphan``: a "worker" in its own session that ignores SIGTERM and outlives the
   server, holding the server's stdout/stderr open like a leaked vLLM worker holding a GPU.
-- ``--shm-prefix``: a ``/dev/shm`` file that only a clean shutdown removes.
+- ``--shm-prefix``: a ``/dev/shm`` file that only a clean shutdown removes, held open
+  while the server runs, as vLLM's and torch's segments are mapped by their processes.
 - ``--flood-log``: a continuous stream of log lines; a launcher that stops reading the pipe
   stalls the server, because writes block.
 """
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.sim.log import Log
@@ -47,20 +49,36 @@ def shm_path(prefix: str, pid: int) -> Path:
     return Path("/dev/shm") / f"{prefix}_sim_{pid}"
 
 
-def create_shm(prefix: str, pid: int) -> Path | None:
-    """Create the shared-memory marker file; None where /dev/shm does not exist."""
+@dataclass(frozen=True)
+class ShmMarker:
+    """The marker file and the descriptor that keeps it in use until the server exits."""
+
+    path: Path
+    fd: int
+
+
+def create_shm(prefix: str, pid: int) -> ShmMarker | None:
+    """Create the shared-memory marker file and keep it open; None where /dev/shm does not exist.
+
+    Held open like a real segment: a launcher's cleanup must leave a live server's file
+    alone (another study's server on the same host), and a SIGKILL closes it.
+    """
     path = shm_path(prefix, pid)
     try:
-        path.write_bytes(b"\0" * 4096)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError:
         return None
-    return path
+    with contextlib.suppress(OSError):
+        os.write(fd, b"\0" * 4096)
+    return ShmMarker(path, fd)
 
 
-def remove_shm(path: Path | None) -> None:
-    if path is not None:
+def remove_shm(marker: ShmMarker | None) -> None:
+    if marker is not None:
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            marker.path.unlink()
+        with contextlib.suppress(OSError):
+            os.close(marker.fd)
 
 
 async def flood_log(log: Log, bytes_per_s: float = 60_000.0, period_s: float = 0.02) -> None:

@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -27,7 +26,7 @@ from tuner.sim import model
 from tuner.sim.checks import Failure, first_failure
 from tuner.sim.engine import Engine, launch_speed_factor
 from tuner.sim.log import Log, progress_line
-from tuner.sim.misbehave import create_shm, flood_log, remove_shm, spawn_orphan
+from tuner.sim.misbehave import ShmMarker, create_shm, flood_log, remove_shm, spawn_orphan
 from tuner.sim.noise import noise_json, with_noise
 from tuner.sim.profiles import Profile, get_profile
 from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
@@ -113,7 +112,7 @@ class SimServer:
         self.speed_factor = launch_speed_factor(self.profile, self.rng)
         self.stop = asyncio.Event()
         self.orphan_pid: int | None = None
-        self.shm: Path | None = None
+        self.shm: ShmMarker | None = None
         self.started_at = time.time()
 
     # -- helpers ------------------------------------------------------------------------------
@@ -149,7 +148,7 @@ class SimServer:
             "pid": self.pid,
             "port": port,
             "orphan_pid": self.orphan_pid,
-            "shm_path": str(self.shm) if self.shm else None,
+            "shm_path": str(self.shm.path) if self.shm else None,
             "started_at": self.started_at,
             "features": model.features(st),
             "kv_capacity_tokens": model.kv_capacity_tokens(prof, st),
