@@ -16,7 +16,7 @@ from tests.integration.bench_servers import StreamingServer
 from tuner.bench import LoadSpec, discover_model, measure_level
 from tuner.bench.summary import summarize
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(120)]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.sweep import run_sweep
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(150)]
 
 SIM_8_SLOTS = [*FAST_SIM[:-4], "--max-num-seqs", "8", *FAST_SIM[-4:]]
 SEQS = {"max_num_seqs": {"args": ["--max-num-seqs", "{value}"], "choices": ["default", 4, 12]}}

@@ -20,7 +20,7 @@ import yaml
 from tests.integration.sweep_helpers import run_tuner, tuner_in_process
 from tuner.space.spec import SHIPPED_SPACES
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(180)]
 
 SEQS = {"max_num_seqs": 256}
 BOTH = {"max_num_batched_tokens": 16384, "max_num_seqs": 256}

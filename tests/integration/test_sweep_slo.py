@@ -24,7 +24,7 @@ from tuner.storage import Store
 from tuner.study import analysis
 from tuner.study.sweep import run_sweep
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(300)]
 
 LIMIT = "ttft_ms.p99@64 <= 60"  # ms at --time-scale 0.3: defaults ~20-35, the trade ~110
 SLO_SIM = [
