@@ -9,7 +9,9 @@
   end of its best value's interval, times the share, reaches min_gain; the params that
   cannot are frozen (no longer searched), unless several of them together could reach
   it (their significant gains summed, then checked by one probe of them set at once), in
-  which case those with a significant gain stay.
+  which case those with a significant gain stay. The same rule holds value by value: a
+  param left open is searched over its values that can help (``open_values``), and the
+  significantly fastest of each is the probe's *nominee*, launched first.
 - ``comm_share`` and ``floor_tokens_per_s``: the share of a decode step the default's
   all-reduces take, and the single-stream bound the fastest probe gives.
 """
@@ -133,6 +135,12 @@ class NcclVerdict:
     probe sees it: their probe at once (or, before it ran, their significant gains summed),
     times the comm share."""
     failed: Mapping[str, str] = field(default_factory=dict)
+    open_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """For each param not frozen, the values still searched: those that can help alone,
+    or, where the params are kept together, those significantly faster."""
+    nominee: Mapping[str, str] = field(default_factory=dict)
+    """Each param not frozen at its significantly fastest open value: the probe's best
+    guess at the NCCL setting, launched before the local search (tuner/study/probing.py)."""
 
     @property
     def can_help(self) -> bool:
@@ -180,6 +188,8 @@ class NcclVerdict:
                 for p in self.params
             ],
             "failed": dict(self.failed),
+            "open_values": {name: list(values) for name, values in self.open_values.items()},
+            "nominee": dict(self.nominee),
             "sentence": self.sentence(),
         }
 
@@ -230,6 +240,28 @@ def nccl_verdict(
         frozen = {p.name for p in outlooks if not p.can_help and not p.significant}
     else:
         frozen = {p.name for p in outlooks if not p.can_help}
+    open_values: dict[str, tuple[str, ...]] = {}
+    nominee: dict[str, str] = {}
+    for outlook in outlooks:
+        if outlook.name in frozen:
+            continue
+        measured = {
+            v: c for v, c in by_param[outlook.name].items() if isinstance(c, ProbeComparison)
+        }
+        # Kept with the others (none can help alone): its significantly faster values.
+        together_only = not outlook.can_help
+        open_values[outlook.name] = tuple(
+            v
+            for v, c in measured.items()
+            if (
+                c.verdict == "faster"
+                if together_only
+                else c.optimistic_gain * comm_share >= min_gain
+            )
+        )
+        fastest_open = _fastest({v: measured[v] for v in open_values[outlook.name]})
+        if fastest_open is not None:
+            nominee[outlook.name] = fastest_open[0]
     return NcclVerdict(
         comm_share=comm_share,
         min_gain=min_gain,
@@ -237,6 +269,8 @@ def nccl_verdict(
         frozen=frozenset(frozen),
         combined_gain=combined,
         failed=failed,
+        open_values=open_values,
+        nominee=nominee,
     )
 
 

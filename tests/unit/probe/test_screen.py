@@ -121,6 +121,35 @@ def test_small_gains_are_kept_only_when_their_probe_at_once_reaches_min_gain() -
     assert strong.frozen == {"Q"}
 
 
+def test_an_open_param_keeps_only_the_values_that_can_help_and_nominates_the_fastest() -> None:
+    verdict = nccl_verdict(
+        {
+            # LL and LL128 can each move the objective by min_gain; Simple is slower.
+            "NCCL_PROTO": {"LL": _cmp(0.075), "LL128": _cmp(0.03), "Simple": _cmp(-0.02)},
+            # One value might help at its interval's optimistic end, though not significantly.
+            "NCCL_MAX_NCHANNELS": {"16": _cmp(0.004, half=0.02), "4": _cmp(0.0)},
+            "NCCL_BUFFSIZE": {"16777216": _cmp(0.0)},
+        },
+        comm_share=0.67,
+        min_gain=0.01,
+    )
+    assert verdict.frozen == {"NCCL_BUFFSIZE"}
+    assert verdict.open_values == {"NCCL_PROTO": ("LL", "LL128"), "NCCL_MAX_NCHANNELS": ("16",)}
+    # Nominated: the significantly fastest open value; a param with none is left to the search.
+    assert verdict.nominee == {"NCCL_PROTO": "LL"}
+    saved = verdict.to_json()
+    assert saved["open_values"] == {"NCCL_PROTO": ["LL", "LL128"], "NCCL_MAX_NCHANNELS": ["16"]}
+    assert saved["nominee"] == {"NCCL_PROTO": "LL"}
+
+
+def test_params_kept_together_keep_their_significantly_faster_values() -> None:
+    by_param = {f"P{i}": {"a": _cmp(0.012), "b": _cmp(0.001), "c": _cmp(-0.01)} for i in range(3)}
+    verdict = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
+    assert verdict.frozen == frozenset()
+    assert verdict.open_values == {f"P{i}": ("a",) for i in range(3)}
+    assert verdict.nominee == {f"P{i}": "a" for i in range(3)}
+
+
 def test_the_comm_share_and_the_floor() -> None:
     assert comm_share(0.008, 0.0123) == pytest.approx(0.65, abs=0.01)
     assert comm_share(0.02, 0.01) == 1.0  # a probe slower than the step is capped
