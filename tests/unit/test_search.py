@@ -290,6 +290,23 @@ def test_simplify_drops_the_passengers_and_keeps_what_helped() -> None:
     assert simpler == _with(A="on")
 
 
+def test_simplify_never_drops_a_setting_it_is_told_to_keep() -> None:
+    # The passenger case above, where B is backed by other means (the probe measured it
+    # faster alone): B stays, and a passenger that is not kept is still dropped.
+    obs = [
+        _obs(BASE, 100.0),
+        _obs(BASE, 100.1),
+        _obs(_with(A="on", B="on", D="on"), 103.0),
+        _obs(_with(A="on", B="on", D="on"), 103.1),
+        _obs(_with(B="on", D="on"), 100.0),
+    ]
+    config = _with(A="on", B="on", D="on")
+    rng = np.random.default_rng
+    assert simplify(SPEC, obs, config, rng=rng(0)) == _with(A="on")
+    assert simplify(SPEC, obs, config, rng=rng(0), keep=frozenset({"B"})) == _with(A="on", B="on")
+    assert simplify(SPEC, obs, config, rng=rng(0), keep=frozenset({"B", "D"})) is None
+
+
 def test_simplify_has_nothing_to_drop_when_every_setting_works() -> None:
     obs = [
         _obs(BASE, 100.0),

@@ -403,6 +403,7 @@ def simplify(
     *,
     rng: np.random.Generator,
     min_gain: float = 0.01,
+    keep: frozenset[str] = frozenset(),
 ) -> dict[str, Scalar] | None:
     """``config`` with the settings the model finds idle reset to default, or None.
 
@@ -410,7 +411,9 @@ def simplify(
     that the dropped ones together were worth more than half of ``min_gain`` stays
     below WORKING. A launch that sets several untried values credits them all; this
     is the configuration to launch before the answer, so that the recommendation can
-    be the simplest one that is as fast.
+    be the simplest one that is as fast. ``keep`` names settings shown to work by other
+    means (the probe measured each alone): values only ever launched together cannot be
+    told apart by the model, so it would call each of them idle.
     """
     model = EffectModel(spec)
     model.observe(observations)
@@ -418,7 +421,7 @@ def simplify(
     worth = setting_worth(model, draws, config, min_gain)
     threshold = math.log1p(min_gain) / 2
     dropped: list[str] = []
-    for name in sorted(worth, key=lambda n: worth[n]):
+    for name in sorted((n for n in worth if n not in keep), key=lambda n: worth[n]):
         columns = [model.index[(n, canonical_value(config[n]))] for n in [*dropped, name]]
         if float((draws[:, columns].sum(axis=1) > threshold).mean()) >= WORKING:
             break
