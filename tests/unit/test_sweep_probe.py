@@ -97,14 +97,44 @@ def test_a_real_nccl_gain_is_found_as_without_the_probe_in_fewer_launches(
     study = optuna.load_study(study_name="p", storage=storage_p)
     frozen = set(study.user_attrs[attrs.PROBE_VERDICT]["frozen"])
     assert "NCCL_PROTO" not in frozen and "NCCL_BUFFSIZE" in frozen
+    # The probe's nominee, the faster protocol alone, is the first configuration searched.
+    assert study.user_attrs[attrs.PROBE_VERDICT]["open_values"] == {"NCCL_PROTO": ["LL"]}
+    (first, *_) = [t for t in study.trials if t.user_attrs.get(attrs.ROLE) == "search"]
+    assert first.user_attrs[attrs.PROPOSER] == "probe"
+    assert {k: v for k, v in first.user_attrs[attrs.PARAMS].items() if v != "default"} == {
+        "NCCL_PROTO": "LL"
+    }
+
+
+def test_a_value_the_probe_finds_cannot_help_is_not_searched(tmp_path: Path) -> None:
+    inner = sim_probe("nccl-gain")
+
+    def probe(env: Any, unset: Any) -> ProbeResult:  # LL128 times as the default does
+        return inner({k: v for k, v in env.items() if env.get(k) != "LL128"}, unset)
+
+    space = nccl_space(
+        params={"NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "LL128"]},
+                "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]}},
+        constraints=[],
+        search={"method": "tpe"},  # TPE samples the whole space, LL128 included
+    )  # fmt: skip
+    _, runner, storage, _ = _sweep(tmp_path, space, "nccl-gain", trials=10, probe=probe)
+    assert all(changed.get("NCCL_PROTO") != "LL128" for _, changed in runner.launched)
+    study = optuna.load_study(study_name="p", storage=storage)
+    assert study.user_attrs[attrs.PROBE_VERDICT]["open_values"] == {"NCCL_PROTO": ["LL"]}
+    reasons = [t.user_attrs.get(attrs.REASON, "") for t in study.trials]
+    assert any(r.startswith("NCCL_PROTO=LL128 not searched: the probe found it") for r in reasons)
 
 
 def test_a_configuration_with_a_slower_probe_is_never_launched(tmp_path: Path) -> None:
     space = nccl_space(
-        params={"NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "Simple"]}},
+        params={"NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "Simple"]},
+                "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]}},
         constraints=[],
         probe={"command": ["unused"], "sizes": [KIMI_SIZE], "layers": 61, "comm_share": 1.0},
-    )
+        # TPE samples the whole space; the local search never proposes a value it closed.
+        search={"method": "tpe"},
+    )  # fmt: skip
     result, runner, storage, _ = _sweep(tmp_path, space, "nccl-gain", trials=12)
     assert all(changed.get("NCCL_PROTO") != "Simple" for _, changed in runner.launched)
     study = optuna.load_study(study_name="p", storage=storage)

@@ -76,6 +76,8 @@ PROBE_VERDICT: Final = "tuner_probe_verdict"
 """Of the study: whether NCCL settings can help, and the params no longer searched."""
 PROBE_DISABLED: Final = "tuner_probe_disabled"
 """Of the study: why the probe is off (the default's probe failed), when it is."""
+PROBE_NOMINATED: Final = "tuner_probe_nominated"
+"""Of the study: True once the probe's nominee was queued (or found tried): once a study."""
 
 # --- roles ------------------------------------------------------------------------------
 Role = Literal["baseline", "search", "confirm", "simplify", "bench"]

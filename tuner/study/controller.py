@@ -26,7 +26,8 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import stats
 from tuner.events import SweepObserver
 from tuner.space.objectives import is_multi_objective
-from tuner.space.spec import DEFAULT, Space
+from tuner.space.settings import is_default, settings_from_params
+from tuner.space.spec import DEFAULT, Space, SpaceSpec
 from tuner.storage import Store
 from tuner.study import (
     analysis,
@@ -208,7 +209,7 @@ class SweepController:
         # there is no local search to wait for: a used-up grid ends the sweep at once.
         tpe_only = self.multi or self.spec.search.method != "local"
         return exhaustion.verdict(
-            self.spec,
+            self._search_spec(study),
             self.probe.frozen(study) if self.probe is not None else frozenset(),
             self._tried(study) if (self._local_done or tpe_only) and not pending else None,
             idle=self._idle_proposals,
@@ -290,12 +291,15 @@ class SweepController:
         trials = study.get_trials(deepcopy=False)
         if any(t.state == TrialState.WAITING for t in trials):
             return
+        if self._queue_probe_nominee(study):
+            return
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
         frozen = self.probe.frozen(study) if self.probe is not None else frozenset()
         rng = self.rng(study)
+        search_spec = self._search_spec(study)
         params, skipped = propose_avoiding(  # not what the limits rule out
             lambda exclude: search.propose(
-                self.spec,
+                search_spec,
                 result.observations(),
                 incumbent.params,
                 exclude=exclude,
@@ -318,6 +322,26 @@ class SweepController:
                 queue.enqueue_launch(study, self.spec, fixed, "search", {attrs.PROPOSER: "tpe"})
             return
         queue.enqueue_launch(study, self.spec, params, "search", {attrs.PROPOSER: "local"})
+
+    def _queue_probe_nominee(self, study: optuna.Study) -> bool:
+        """Queue the probe's nominee as the first search trial, once; True when queued."""
+        if self.probe is None:
+            return False
+        params = self.probe.nominee(study)
+        if params is None:
+            return False
+        config = settings_from_params(self.spec, params).config_hash
+        study.set_user_attr(attrs.PROBE_NOMINATED, True)
+        if config in self._tried(study):
+            return False
+        queue.enqueue_launch(study, self.spec, params, "search", {attrs.PROPOSER: "probe"})
+        changed = ", ".join(f"{k}={v}" for k, v in params.items() if not is_default(v))
+        self.observer.message(f"probe: launching its nominee first: {changed}")
+        return True
+
+    def _search_spec(self, study: optuna.Study) -> SpaceSpec:
+        """The space the local search walks: the probe's narrowing of it, if any."""
+        return self.probe.search_spec(study) if self.probe is not None else self.spec
 
     # --- internals -------------------------------------------------------------------------
 
@@ -419,7 +443,7 @@ class SweepController:
             return None
         incumbent = result.configs.get(study.user_attrs.get(attrs.INCUMBENT, "")) or baseline
         chance = futility.chance_of_gain(
-            self.spec,
+            self._search_spec(study),
             result.observations(),
             incumbent.params,
             exclude=self._tried(study),

@@ -44,6 +44,7 @@ def queue_simplification(
         best.params,
         rng=ctl.rng(study),
         min_gain=ctl.spec.stop.min_gain,
+        keep=ctl.probe.backed(study, best.params) if ctl.probe is not None else frozenset(),
     )
     if simpler is None:
         return False

@@ -16,7 +16,12 @@ With a ``probe:`` in the space file (docs/probe.md), ``SweepProbe``:
   more, set at once), and freezes the NCCL params that cannot; the
   local search (and optuna's TPE after it) then leaves them at default. When every
   param is frozen, the sweep stops with the verdict; when every configuration of the
-  params left open has been tried, it stops as exhausted (``stop``).
+  params left open has been tried, it stops as exhausted (``stop``);
+- ``search_spec``: the space the local search walks, each open NCCL param narrowed to
+  the values that can help; a search trial with another value is refused;
+- ``nominee``: once, the baseline with each open NCCL param at its significantly
+  fastest value, the first search trial: where the probe sees the gains, one launch
+  tries them all.
 
 A default whose probe fails turns the probe off for the study with one message: the
 sweep then runs as without it. NCCL params are those whose ``env`` starts with ``NCCL_``,
@@ -54,7 +59,7 @@ from tuner.space.settings import (
     settings_from_params,
     violated_constraints,
 )
-from tuner.space.spec import ParamSpec, Scalar, Space
+from tuner.space.spec import DEFAULT, ParamSpec, Scalar, Space, SpaceSpec
 from tuner.stats.wording import percent
 from tuner.study import analysis, attrs, exhaustion, search
 from tuner.trial.runner import launch_spec_for
@@ -257,17 +262,24 @@ class SweepProbe:
                 f"{'it' if len(frozen) == 1 else 'they'} cannot move the objective by "
                 f"min_gain at these sizes; not launched"
             )
+        # Probed before the value check, so that a slower setting is pruned with its numbers.
         default = self.measure(study, self._baseline)
         probed = self.measure(study, settings)
         if probed.result is None:
             trial.set_user_attr(attrs.PROBE, {"key": probed.key, "error": probed.error})
             return f"{PRUNED}: it fails with these NCCL settings ({probed.error}); not launched"
         cmp = self.compare(probed, default)
-        if cmp is None:
-            return None
-        trial.set_user_attr(attrs.PROBE, {"key": probed.key, **cmp.to_json()})
-        if cmp.verdict == "slower":
-            return f"{PRUNED}: all-reduce {cmp.describe()}; not launched"
+        if cmp is not None:
+            trial.set_user_attr(attrs.PROBE, {"key": probed.key, **cmp.to_json()})
+            if cmp.verdict == "slower":
+                return f"{PRUNED}: all-reduce {cmp.describe()}; not launched"
+        closed = self._closed_values(study, settings.params)
+        if closed:
+            return (
+                f"{', '.join(closed)} not searched: the probe found "
+                f"{'it' if len(closed) == 1 else 'they'} cannot move the objective by "
+                f"min_gain at these sizes; not launched"
+            )
         return None
 
     # --- after a trial -----------------------------------------------------------------
@@ -338,6 +350,67 @@ class SweepProbe:
         verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
         return frozenset(verdict.get("frozen", ()))
 
+    def open_values(self, study: optuna.Study) -> dict[str, frozenset[str]]:
+        """For each NCCL param the verdict left open, the values still searched."""
+        if self.disabled(study):
+            return {}
+        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+        return {name: frozenset(v) for name, v in (verdict.get("open_values") or {}).items()}
+
+    def _closed_values(self, study: optuna.Study, params: Mapping[str, Scalar]) -> list[str]:
+        """``name=value`` for each open param set to a value the probe found cannot help."""
+        return [
+            f"{name}={params[name]}"
+            for name, values in sorted(self.open_values(study).items())
+            if name in params and not is_default(params[name]) and str(params[name]) not in values
+        ]
+
+    def search_spec(self, study: optuna.Study) -> SpaceSpec:
+        """The space the local search walks: each NCCL param narrowed to the values the
+        probe leaves open, a frozen one to its default. Values off it are never proposed,
+        and the model of effects has no column for them."""
+        frozen = self.frozen(study)
+        open_values = self.open_values(study)
+        if not frozen and not open_values:
+            return self.spec
+        params = dict(self.spec.params)
+        for name in self.nccl_params:
+            if name not in frozen and name not in open_values:
+                continue
+            keep = open_values.get(name, frozenset())
+            values = [v for v in search.levels(params[name])[1:] if str(v) in keep]
+            params[name] = params[name].model_copy(
+                update={"choices": [DEFAULT, *values], "int_range": None, "float_range": None}
+            )
+        return self.spec.model_copy(update={"params": params})
+
+    def nominee(self, study: optuna.Study) -> dict[str, Scalar] | None:
+        """The baseline with every open NCCL param at its significantly fastest value, or
+        None: when the verdict names none, it breaks a constraint, or it was queued once."""
+        if self.disabled(study) or attrs.PROBE_NOMINATED in study.user_attrs:
+            return None
+        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+        named: Mapping[str, str] = verdict.get("nominee") or {}
+        if not named:
+            return None
+        params = dict(baseline_params(self.spec))
+        for name, text in named.items():
+            value = next((v for v in search.levels(self.spec.params[name]) if str(v) == text), None)
+            if value is None:
+                return None
+            params[name] = value
+        if violated_constraints(self.spec, params):
+            return None
+        return params
+
+    def backed(self, study: optuna.Study, params: Mapping[str, Scalar]) -> frozenset[str]:
+        """The params set to the probe's nominee value: each measured alone as faster by
+        enough to matter, so never dropped as idle (search.simplify's ``keep``)."""
+        if self.disabled(study):
+            return frozenset()
+        named = (study.user_attrs.get(attrs.PROBE_VERDICT) or {}).get("nominee") or {}
+        return frozenset(n for n, text in named.items() if str(params.get(n)) == text)
+
     def stop(self, study: optuna.Study) -> tuple[str, str] | None:
         """(reason, sentence) when the probe leaves nothing to launch, else None.
 
@@ -354,7 +427,7 @@ class SweepProbe:
                 "probe",
                 f"{verdict.get('sentence', 'the probe froze every param')}; keep the defaults",
             )
-        grid = self._open_grid(frozen)
+        grid = exhaustion.open_grid(self.search_spec(study), frozen)
         if grid is None:
             return None
         tried = {t.user_attrs.get(attrs.CONFIG) for t in study.get_trials(deepcopy=False)}
@@ -364,11 +437,6 @@ class SweepProbe:
                 f"no longer searched: {', '.join(sorted(frozen))})"
             )
         return None
-
-    def _open_grid(self, frozen: frozenset[str]) -> set[str] | None:
-        """The hashes of every configuration of the open params (frozen ones at default),
-        or None when there are ranges or too many to list."""
-        return exhaustion.open_grid(self.spec, frozen)
 
     def _single_changes(self) -> list[tuple[str, Scalar, Settings]]:
         base = baseline_params(self.spec)
