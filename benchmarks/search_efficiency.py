@@ -40,6 +40,7 @@ steps; without it the profiles' own noise applies (about 0.3% of each kind, meas
     python benchmarks/search_efficiency.py --cases hidden-gain --patience 24  # diagnostic
     python benchmarks/search_efficiency.py --method tpe          # optuna's TPE throughout
     python benchmarks/search_efficiency.py --cases flat,hidden-gain,interaction --noise 0.01,0.01
+    python benchmarks/search_efficiency.py --probe --noise 0.01,0.01  # with the sim's probe
 
 Each study runs in its own Python process, in a private /dev/shm where the machine
 allows it (see _enter_private_shm). Every study is bounded by its launch budget and a
@@ -115,6 +116,7 @@ class Options:
     launch_noise: float | None = None  # the sim's --launch-noise (None: the profile's)
     round_noise: float | None = None  # the sim's --round-noise (None: the profile's)
     futility: float | None = None  # a diagnostic override of stop.futility (0: off)
+    probe: bool = False  # sim.yaml's probe, timing the case's own all-reduce model
 
 
 @dataclass
@@ -182,7 +184,18 @@ def space_dict(case: Case, seed: int, opts: Options) -> dict[str, Any]:
         "stop": {**base["stop"], **({"patience": opts.patience} if opts.patience else {}),
                  **({"futility": opts.futility} if opts.futility is not None else {})},
         "search": {"method": opts.method},
+        **({"probe": probe_dict(case, base, opts)} if opts.probe else {}),
     }  # fmt: skip
+
+
+def probe_dict(case: Case, base: dict[str, Any], opts: Options) -> dict[str, Any]:
+    """sim.yaml's probe (docs/probe.md) on the case's profile at the server's time scale,
+    so that its all-reduce times and the measured step give the profile's comm share."""
+    command = [
+        "{python}", "-m", "tuner.sim.probe", "--profile", case.profile,
+        "--time-scale", f"{opts.time_scale:g}", "--sizes", "{sizes}", "--repeats", "{repeats}",
+    ]  # fmt: skip
+    return {**base["probe"], "command": command}
 
 
 def noise_args(opts: Options) -> list[str]:
@@ -554,6 +567,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="diagnostic: override stop.futility (0 turns the futility stop off)",
     )
+    p.add_argument(
+        "--probe",
+        action="store_true",
+        help="add sim.yaml's all-reduce probe, on each case's profile (docs/probe.md)",
+    )
     p.add_argument("--quick", action="store_true", help="3 studies per case: a smoke run")
     p.add_argument("--keep", action="store_true", help="keep each study's directory")
     p.add_argument("--workdir", default=None, help="parent of the study directories")
@@ -589,6 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         launch_noise=args.noise[0] if args.noise else None,
         round_noise=args.noise[1] if args.noise else None,
         futility=args.futility,
+        probe=args.probe,
     )
 
     from tuner.space.spec import parse_space
@@ -618,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         + (f", but patience {opts.patience} (diagnostic)" if opts.patience else "")
         + (f", futility {opts.futility:g} (diagnostic)" if opts.futility is not None else "")
         + f"; search.method {opts.method}"
+        + ("; sim.yaml's probe on each case's profile" if opts.probe else "; no probe")
     )
     sys.stdout.flush()
 

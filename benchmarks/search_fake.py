@@ -13,10 +13,13 @@ real benchmark confirms it. It measures the decisions only: no launcher, no HTTP
     python benchmarks/search_fake.py --min-trials 2 --noise 0.01     # another floor, 1% noise
     python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --trace
     python benchmarks/search_fake.py --max-confirmations 1 --baseline-launches 3   # stop rules
+    python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --probe
 
 ``--trace`` prints each study's launches by role (b baseline, s search, c confirm, x
 simplify; in capitals when the configuration is within 2% of the optimum). Cases: flat,
-hidden-gain and interaction, as in search_efficiency.py.
+hidden-gain and interaction, as in search_efficiency.py. ``--probe`` adds sim.yaml's
+all-reduce probe on the case's profile, with a comm share of 0.67 given (the fake
+runner's tok/s are not the profile's, so the share cannot be measured).
 """
 
 from __future__ import annotations
@@ -73,6 +76,18 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             "stop": stop,
             "search": {"max_changes": args.max_changes},
         }
+        if args.probe:
+            # sim.yaml's probe, timing this case's own all-reduce model (docs/probe.md); the
+            # fake runner's tok/s are not the profile's, so its comm share is given.
+            space_dict["probe"] = {
+                **base["probe"],
+                "command": [
+                    "{python}", "-m", "tuner.sim.probe", "--profile", case,
+                    "--tensor-parallel-size", "8", "--sizes", "{sizes}",
+                    "--repeats", "{repeats}",
+                ],
+                "comm_share": 0.67,
+            }  # fmt: skip
         path.write_text(yaml.safe_dump(space_dict))
         space = load_space(path)
 
@@ -130,10 +145,11 @@ def main() -> int:
     p.add_argument("--max-confirmations", type=int, default=None, help="stop.max_confirmations")
     p.add_argument("--baseline-launches", type=int, default=None, help="stop.baseline_launches")
     p.add_argument("--trace", action="store_true", help="print each study's launch roles")
+    p.add_argument("--probe", action="store_true", help="sim.yaml's probe, on the case's profile")
     args = p.parse_args()
     print(
         f"search_fake: noise {args.noise:g} each kind, futility {args.futility:g}, "
-        f"min trials {args.min_trials or 'default'}, "
+        f"min trials {args.min_trials or 'default'}, probe {'on' if args.probe else 'off'}, "
         f"seeds {args.first_seed}..{args.first_seed + args.studies - 1}"
     )
     for case in args.cases.split(","):
