@@ -343,19 +343,20 @@ class SweepProbe:
             return 1.0  # unknown: assume NCCL can move all of it (never freezes wrongly)
         return comm_share(self.plan.allreduces_per_token * us_per_allreduce * 1e-6, step_s)
 
+    def _saved_verdict(self, study: optuna.Study) -> Mapping[str, Any]:
+        """The verdict as ``update`` saved it (``NcclVerdict.to_json``); empty while there
+        is none or the probe is off."""
+        if self.disabled(study):
+            return {}
+        return study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+
     def frozen(self, study: optuna.Study) -> frozenset[str]:
         """The params the local search must leave alone (at default)."""
-        if self.disabled(study):
-            return frozenset()
-        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
-        return frozenset(verdict.get("frozen", ()))
+        return frozenset(self._saved_verdict(study).get("frozen", ()))
 
     def open_values(self, study: optuna.Study) -> dict[str, frozenset[str]]:
         """For each NCCL param the verdict left open, the values still searched."""
-        if self.disabled(study):
-            return {}
-        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
-        return {name: frozenset(v) for name, v in (verdict.get("open_values") or {}).items()}
+        return _open_values(self._saved_verdict(study))
 
     def _closed_values(self, study: optuna.Study, params: Mapping[str, Scalar]) -> list[str]:
         """``name=value`` for each open param set to a value the probe found cannot help."""
@@ -369,8 +370,9 @@ class SweepProbe:
         """The space the local search walks: each NCCL param narrowed to the values the
         probe leaves open, a frozen one to its default. Values off it are never proposed,
         and the model of effects has no column for them."""
-        frozen = self.frozen(study)
-        open_values = self.open_values(study)
+        verdict = self._saved_verdict(study)
+        frozen = frozenset(verdict.get("frozen", ()))
+        open_values = _open_values(verdict)
         if not frozen and not open_values:
             return self.spec
         params = dict(self.spec.params)
@@ -387,10 +389,9 @@ class SweepProbe:
     def nominee(self, study: optuna.Study) -> dict[str, Scalar] | None:
         """The baseline with every open NCCL param at its significantly fastest value, or
         None: when the verdict names none, it breaks a constraint, or it was queued once."""
-        if self.disabled(study) or attrs.PROBE_NOMINATED in study.user_attrs:
+        if attrs.PROBE_NOMINATED in study.user_attrs:
             return None
-        verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
-        named: Mapping[str, str] = verdict.get("nominee") or {}
+        named: Mapping[str, str] = self._saved_verdict(study).get("nominee") or {}
         if not named:
             return None
         params = dict(baseline_params(self.spec))
@@ -406,9 +407,7 @@ class SweepProbe:
     def backed(self, study: optuna.Study, params: Mapping[str, Scalar]) -> frozenset[str]:
         """The params set to the probe's nominee value: each measured alone as faster by
         enough to matter, so never dropped as idle (search.simplify's ``keep``)."""
-        if self.disabled(study):
-            return frozenset()
-        named = (study.user_attrs.get(attrs.PROBE_VERDICT) or {}).get("nominee") or {}
+        named = self._saved_verdict(study).get("nominee") or {}
         return frozenset(n for n, text in named.items() if str(params.get(n)) == text)
 
     def stop(self, study: optuna.Study) -> tuple[str, str] | None:
@@ -422,7 +421,7 @@ class SweepProbe:
         if not frozen or study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
             return None
         if frozen >= set(self.spec.params):
-            verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+            verdict = self._saved_verdict(study)
             return (
                 "probe",
                 f"{verdict.get('sentence', 'the probe froze every param')}; keep the defaults",
@@ -476,3 +475,8 @@ def _rel_sd(values: tuple[float, ...]) -> float:
     if len(values) < 2 or mean == 0:
         return 0.0
     return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)) / mean
+
+
+def _open_values(verdict: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """A saved verdict's ``open_values``, as sets (none in a verdict saved before them)."""
+    return {name: frozenset(v) for name, v in (verdict.get("open_values") or {}).items()}
