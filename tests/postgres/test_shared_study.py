@@ -12,7 +12,7 @@ import pytest
 from tests.integration.sweep_helpers import write_space
 from tuner.storage import Store
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.postgres, pytest.mark.alone, pytest.mark.timeout(300)]
 
 
 def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:

@@ -22,7 +22,7 @@ from tuner.study import attrs
 from tuner.study.queue import Claims
 from tuner.study.workers import FINGERPRINT_CLAIM
 
-pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.postgres, pytest.mark.alone, pytest.mark.timeout(300)]
 
 # A space of 36 configurations, so that 16 launches neither exhaust it nor plateau.
 PARAMS = {
