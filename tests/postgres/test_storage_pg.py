@@ -3,7 +3,10 @@ transactional DDL, ALTER TABLE as PostgreSQL runs it)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from optuna.trial import TrialState
@@ -14,6 +17,7 @@ from tuner.errors import StoreError
 from tuner.storage import Store
 from tuner.storage.schema import SCHEMA_VERSION
 from tuner.study import attrs
+from tuner.study.storage import open_storage
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -67,3 +71,25 @@ def test_a_silent_worker_on_another_host_loses_its_trial(tmp_path: Path, pg_stor
 
     fresh, fresh_store = _remote_trial(tmp_path, silent_for_s=5, url=pg_storage, name="s2")
     assert _recover(fresh, fresh_store, Notes()) == []
+
+
+def _open_when_told(url: str, start: Any) -> str:
+    start.wait()
+    try:
+        open_storage(url, attempts=1)  # one try: the lock, not the retry, must make it safe
+    except Exception as exc:  # noqa: BLE001 - the test reports whatever a worker hit
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_workers_opening_a_fresh_database_at_once_all_get_optuna_storage(pg_storage: str) -> None:
+    # CI saw two workers race to create alembic_version: DuplicateTable for the loser.
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Event()
+        with context.Pool(6) as pool:
+            pending = [pool.apply_async(_open_when_told, (pg_storage, start)) for _ in range(6)]
+            time.sleep(2.0)  # every worker imported and waiting
+            start.set()
+            results = [p.get(timeout=60) for p in pending]
+    assert results == ["ok"] * 6, results

@@ -9,20 +9,28 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import optuna
+import sqlalchemy
 import sqlalchemy.exc
 
 from tuner.secrets import create_private_file, sqlite_file
+from tuner.storage.schema import ADVISORY_LOCK_KEY
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
+
+OPTUNA_SCHEMA_LOCK_KEY = ADVISORY_LOCK_KEY + 1
+"""PostgreSQL advisory lock held while optuna creates its tables (one past tuner's own)."""
 
 
 def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables).
 
-    Workers starting together on a fresh PostgreSQL race to create optuna's tables; the
-    loser of the race retries and finds them made. On SQLite optuna's engine waits for a
-    busy database as long as tuner's own does (Python's default is 5 s), and a new
+    Workers starting together on a fresh database race to create optuna's tables and its
+    alembic version row. On PostgreSQL they take turns under an advisory lock; elsewhere
+    the loser of the race retries and finds them made. On SQLite optuna's engine waits for
+    a busy database as long as tuner's own does (Python's default is 5 s), and a new
     database file is owner-only.
     """
     path = sqlite_file(url)
@@ -33,12 +41,39 @@ def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     )
     for attempt in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
-        except sqlalchemy.exc.IntegrityError:
-            if attempt == attempts - 1:
+            with _one_creator_at_a_time(url):
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError) as exc:
+            # IntegrityError: the version row; ProgrammingError: "alembic_version already exists".
+            lost_the_race = isinstance(exc, sqlalchemy.exc.IntegrityError) or (
+                "already exists" in str(exc)
+            )
+            if attempt == attempts - 1 or not lost_the_race:
                 raise
             time.sleep(0.5 + random.random())
     raise AssertionError("unreachable")
+
+
+@contextmanager
+def _one_creator_at_a_time(url: str) -> Iterator[None]:
+    """On PostgreSQL, hold a session advisory lock while optuna checks and creates tables."""
+    if not url.startswith("postgresql"):
+        yield
+        return
+    engine = sqlalchemy.create_engine(url, poolclass=sqlalchemy.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(
+                sqlalchemy.select(sqlalchemy.func.pg_advisory_lock(OPTUNA_SCHEMA_LOCK_KEY))
+            )
+            try:
+                yield
+            finally:
+                conn.execute(
+                    sqlalchemy.select(sqlalchemy.func.pg_advisory_unlock(OPTUNA_SCHEMA_LOCK_KEY))
+                )
+    finally:
+        engine.dispose()
 
 
 def trial_id(storage: optuna.storages.BaseStorage, study_name: str, number: int) -> int:
