@@ -175,7 +175,9 @@ def test_a_host_on_other_hardware_is_refused_unless_the_study_is_split(
     store.register_worker(
         "split", "gpu-a:1:1", host="gpu-a", fingerprint="h200digest00", hardware=hardware
     )
-    path = write_space(tmp_path, name="split")
+    # Two baseline launches: both trials complete, so `compare 0 1` below has two
+    # measurements (a search trial at -O0 is often pruned after its first round).
+    path = write_space(tmp_path, name="split", stop={"baseline_launches": 2})
     args = ["run", "--space", str(path), "--trials", "2", "--storage", pg_storage]
     refused = _run(tmp_path, *args)
     assert refused.returncode == 2, refused.stdout
