@@ -225,8 +225,14 @@ def test_healthy_with_progress_env_and_affinity(
     assert all(gone(pid) for pid in tree)
     assert not identity.is_alive_same_process()
     shards = [p.percent for p in seen if p.phase == "Loading safetensors checkpoint shards"]
-    assert shards and shards == sorted(shards) and shards[-1] == 100.0
-    assert any(p.total == 3 and "Capturing CUDA graphs" in p.line for p in seen)
+    # Each poll reports the newest line, so a busy machine may skip some shards (CI saw
+    # [25.0] then the graphs); what is reported never goes back, and the last count is the
+    # graphs' 3/3, written 0.4 s before the server binds.
+    assert shards and shards == sorted(shards)
+    counted = [p for p in seen if p.total is not None]
+    assert (
+        counted[-1].done == counted[-1].total == 3 and "Capturing CUDA graphs" in counted[-1].line
+    )
     log = spec.log_path.read_text()
     assert "ENV TUNER_TEST_EXPORTED=<unset>" in log
     assert "ENV TUNER_TEST_SET=42" in log
