@@ -95,7 +95,7 @@ def prepare(engine: Engine, url: str, *, attempts: int = 5) -> int:
                 return _create_or_upgrade(conn, url)
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             # SQLite without a lock: another worker created a table or the version row first.
-            if attempt + 1 == attempts or not _lost_a_race(exc):
+            if attempt + 1 == attempts or not lost_a_race(exc):
                 raise StoreError(
                     f"cannot create tuner tables in {safe_url(url)!r}: {scrub_url(str(exc), url)}"
                 ) from exc
@@ -135,6 +135,7 @@ def _refuse_newer(found: int | None, url: str) -> None:
         )
 
 
-def _lost_a_race(exc: SQLAlchemyError) -> bool:
+def lost_a_race(exc: SQLAlchemyError) -> bool:
+    """Whether ``exc`` says another worker created a table or row first (worth a retry)."""
     message = str(exc).lower()
     return isinstance(exc, IntegrityError) or "already exists" in message or "locked" in message

@@ -17,7 +17,7 @@ import sqlalchemy
 import sqlalchemy.exc
 
 from tuner.secrets import create_private_file, sqlite_file
-from tuner.storage.schema import ADVISORY_LOCK_KEY
+from tuner.storage.schema import ADVISORY_LOCK_KEY, lost_a_race
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
 
 OPTUNA_SCHEMA_LOCK_KEY = ADVISORY_LOCK_KEY + 1
@@ -45,10 +45,7 @@ def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
                 return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError) as exc:
             # IntegrityError: the version row; ProgrammingError: "alembic_version already exists".
-            lost_the_race = isinstance(exc, sqlalchemy.exc.IntegrityError) or (
-                "already exists" in str(exc)
-            )
-            if attempt == attempts - 1 or not lost_the_race:
+            if attempt == attempts - 1 or not lost_a_race(exc):
                 raise
             time.sleep(0.5 + random.random())
     raise AssertionError("unreachable")
