@@ -3,7 +3,7 @@ without the probe (issue 12, point 5; docs/probe.md "Measured").
 
 Every launch is a real ``python -m tuner.sim`` subprocess and every probe a real ``python
 -m tuner.sim.probe`` one, with the same profile and time scale. The sweep is
-``tuner.study.sweep.run_sweep``, and the answer is `tuner best`'s, scored against the
+``tuner.study.run.sweep.run_sweep``, and the answer is `tuner best`'s, scored against the
 simulator's noise-free truth.
 
 Cases (the benchmark is benchmarks/search_efficiency.py's, about 0.3% noise between
@@ -111,7 +111,7 @@ def inside(path: Path) -> Iterator[None]:
 
 def run(case: str, seed: int, probe: bool, time_scale: float, budget: int) -> Row:
     from tuner.space.spec import load_space
-    from tuner.study.sweep import run_sweep
+    from tuner.study.run.sweep import run_sweep
     from tuner.views.best import best_report
 
     root = Path(tempfile.mkdtemp(prefix=f"probe-eff-{case}-"))

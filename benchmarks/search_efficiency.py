@@ -1,7 +1,7 @@
 """Search efficiency, measured: many seeded studies against `tuner sim`, and what they found.
 
 Issue 3, item 7 ("measured, not asserted"). Each study is a real sweep
-(``tuner.study.sweep.run_sweep``) in its own temporary directory and SQLite database; every
+(``tuner.study.run.sweep.run_sweep``) in its own temporary directory and SQLite database; every
 launch is a real ``python -m tuner.sim`` subprocess, benchmarked over HTTP, stopped by
 the launcher. Afterwards the recommendation (``tuner.views.best.best_report``, what `tuner
 best` says) is scored against the simulator's noise-free truth
@@ -263,7 +263,7 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         from tuner.space.spec import load_space
         from tuner.storage import LaunchStatus, Store
         from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
-        from tuner.study.sweep import run_sweep
+        from tuner.study.run.sweep import run_sweep
         from tuner.trial.runner import RunnerOptions
         from tuner.views.best import best_report
 

@@ -25,6 +25,15 @@ FUNCTION_NAMES = {
     "allreduce": "AllReduce",
 }
 
+NCCL_EXTRA_VARIABLES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
+"""Not NCCL's, but an NCCL setting in effect: how many queues carry its kernels."""
+
+
+def is_nccl_variable(name: str) -> bool:
+    """An NCCL setting: NCCL's own ``NCCL_*`` variables and NCCL_EXTRA_VARIABLES."""
+    return name.startswith("NCCL_") or name in NCCL_EXTRA_VARIABLES
+
+
 # Every NCCL variable of NCCL's documentation (2.2x-2.31): a name not here is most likely a
 # typo, which NCCL ignores without a word.
 _KNOWN_VARIABLES_TEXT = """

@@ -11,7 +11,7 @@ import pytest
 from tests.integration.sweep_helpers import run_tuner, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

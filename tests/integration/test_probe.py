@@ -21,7 +21,7 @@ from tests.probe_helpers import KIMI_SIZE, nccl_space, write
 from tuner.probe.run import ProbeError, measure
 from tuner.space.spec import load_space
 from tuner.study import attrs
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

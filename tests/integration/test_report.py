@@ -298,7 +298,7 @@ def _wait_for_json(url: str, server: subprocess.Popen[bytes], timeout_s: float =
 
 def test_report_of_a_study_without_a_completed_trial_exits_3(tmp_path: Path) -> None:
     from tuner.space.spec import load_space
-    from tuner.study.sweep import run_sweep
+    from tuner.study.run.sweep import run_sweep
     from tuner.trial.runner import RunnerOptions
 
     space = write_space(

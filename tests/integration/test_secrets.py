@@ -126,7 +126,7 @@ def test_a_server_that_prints_its_key_has_it_hidden_in_what_tuner_keeps(
     """An old vLLM logs its --api-key at start; the stored tail and the reason hide it."""
     from tuner.space.spec import load_space
     from tuner.storage import Store
-    from tuner.study.sweep import run_sweep
+    from tuner.study.run.sweep import run_sweep
     from tuner.trial.runner import RunnerOptions
 
     script = "import sys; print('args:', sys.argv[1:], flush=True); sys.exit(3)"

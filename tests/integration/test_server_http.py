@@ -29,7 +29,7 @@ from tuner.events import RecordingObserver
 from tuner.launcher import LaunchSpec, ServerProcess, free_port
 from tuner.server_http import url_host
 from tuner.space.spec import load_space
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.telemetry import MetricsSampler, scrape_metrics
 from tuner.telemetry.gpu import NullGpuBackend
 from tuner.telemetry.inventory import server_version

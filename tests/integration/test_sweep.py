@@ -19,7 +19,7 @@ from tuner.launcher import ServerProcess, free_port
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.trial.runner import launch_spec_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

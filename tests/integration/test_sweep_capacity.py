@@ -20,7 +20,7 @@ import yaml
 from tests.integration.sweep_helpers import FAST_SIM, tuner_in_process, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(150)]
 

@@ -21,8 +21,8 @@ import yaml
 
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study import analysis
-from tuner.study.sweep import run_sweep
+from tuner.study.facts import analysis
+from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(300)]
 

@@ -13,7 +13,7 @@ from tests.unit.test_bench_capacity import batch_server
 from tests.unit.test_feasibility import STUDY, _level, _study
 from tuner.errors import ConfigError
 from tuner.space.spec import load_space, parse_space
-from tuner.study import feasibility
+from tuner.study.facts import feasibility
 from tuner.trial.capacity_round import capacity_value, round_record, search_round
 from tuner.views.best_capacity import figures_of
 
@@ -114,11 +114,11 @@ def test_capacity_search_levels_are_not_read_as_the_fixed_levels(tmp_path: Path)
     _, store = _study(tmp_path, STUDY[:1])
     (launch,) = store.launches("slo")
     limits = feasibility.study_limits(load_space(tmp_path / "slo.yaml"))
-    before = feasibility.launch_values(store, [launch.id], limits)[launch.id][0]
+    before = feasibility.limit_values(store, [launch.id], limits)[launch.id][0]
     # A search level at the limit's concurrency, far past the limit: not a fixed level.
     store.add_level(launch.id, round_index=0, summary=_level(64, 1.0, 9999.0), requests=[],
                     capacity_search=True)  # fmt: skip
-    after = feasibility.launch_values(store, [launch.id], limits)[launch.id][0]
+    after = feasibility.limit_values(store, [launch.id], limits)[launch.id][0]
     assert before is not None and after is not None and after.mean == before.mean < 100
     assert all(lv.summary["ttft_ms"]["p99"] < 100 for lv in store.levels(launch.id))
     assert len(store.levels(launch.id, capacity_search=True)) == 1

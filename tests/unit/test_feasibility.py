@@ -17,9 +17,11 @@ from tuner.errors import ConfigError, NoAnswerError
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
 from tuner.storage.store import Store
-from tuner.study import analysis
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
-from tuner.study.feasibility import metric_estimate, optuna_values, summary_metric
+from tuner.study.facts import analysis
+from tuner.study.facts.feasibility import optuna_values
+from tuner.study.facts.metrics import metric_estimate, summary_metric
+from tuner.study.policy.confirmations import needs_confirmation
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
 
@@ -175,7 +177,7 @@ def test_verdicts_feasible_infeasible_and_uncertain(tmp_path: Path) -> None:
     # Uncertain, and faster than the best: launched again before it may be recommended.
     uncertain = _config(result, {"batched": 16384, "seqs": 256})
     assert result.best is _config(result, SEQS)
-    assert uncertain in result.needs_confirmation()
+    assert uncertain in needs_confirmation(result, None)
     rec = result.recommendation()
     assert rec is not None and uncertain.config_hash not in (rec.best, rec.recommended)
 
@@ -207,8 +209,8 @@ def test_the_configuration_that_breaks_the_limit_is_never_best_nor_recommended(
     assert result.best is small
     assert rec.best == rec.recommended == small.config_hash
     # The infeasible one beats it on the objective, yet is not even worth confirming.
-    assert small not in result.needs_confirmation() and all(
-        c.changed != BATCHED for c in result.needs_confirmation()
+    assert small not in needs_confirmation(result, None) and all(
+        c.changed != BATCHED for c in needs_confirmation(result, None)
     )
 
 

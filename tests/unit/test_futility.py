@@ -17,9 +17,10 @@ from tuner import exit_codes
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import Scalar, SpaceSpec, load_space, parse_space
 from tuner.storage import Store
-from tuner.study import attrs, futility
-from tuner.study.search import Observation, levels
-from tuner.study.sweep import run_sweep
+from tuner.study import attrs
+from tuner.study.effects.model import Observation, levels
+from tuner.study.policy import futility
+from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
 SMALL = {

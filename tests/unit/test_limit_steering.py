@@ -1,4 +1,4 @@
-"""tuner/study/limit_steering.py: a setting seen to break a limit is not proposed again."""
+"""tuner/study/policy/steering.py: a setting seen to break a limit is not proposed again."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.attrs import LAUNCHED, PROPOSER, ROLE
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
-from tuner.study.limit_steering import STEER_CONFIDENCE, fit_steering, propose_avoiding
-from tuner.study.sweep import run_sweep
+from tuner.study.facts.limit_data import limit_data
+from tuner.study.policy.steering import STEER_CONFIDENCE, fit_steering, propose_avoiding
+from tuner.study.run.sweep import run_sweep
 
 DEFAULTS = {"batched": "default", "seqs": "default"}
 BOTH = {"batched": 16384, "seqs": 256}
@@ -27,7 +28,7 @@ BOTH = {"batched": 16384, "seqs": 256}
 def _steering(tmp_path: Path, launches: Launches, **objective: Any):  # type: ignore[no-untyped-def]
     _, store = _study(tmp_path, launches, **objective)
     space = load_space(tmp_path / "slo.yaml")
-    return space, fit_steering(store, space, np.random.default_rng(0))
+    return space, fit_steering(limit_data(store, space), space.spec, np.random.default_rng(0))
 
 
 def test_the_setting_that_broke_the_limit_is_ruled_out_with_others_too(tmp_path: Path) -> None:

@@ -14,16 +14,10 @@ import pytest
 
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import DEFAULT, parse_space
-from tuner.study.search import (
-    EffectModel,
-    Observation,
-    group_size,
-    levels,
-    neighbours,
-    propose,
-    setting_worth,
-    simplify,
-)
+from tuner.study.effects.model import EffectModel, Observation, levels, setting_worth
+from tuner.study.effects.neighbours import neighbours
+from tuner.study.policy.local_search import group_size, propose
+from tuner.study.policy.simplify import simplify
 
 
 def _spec(metric: str = "output_throughput", constraints: list[str] | None = None):  # type: ignore[no-untyped-def]

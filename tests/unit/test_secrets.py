@@ -28,7 +28,7 @@ from tuner.secrets import (
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space, parse_space
 from tuner.storage import Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.trial.runner import launch_spec_for
 from tuner.views.best import best_report
 from tuner.views.deploy import deployment_text, secret_args_notes

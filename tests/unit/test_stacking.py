@@ -11,8 +11,9 @@ import numpy as np
 
 from tests.unit.test_search import BASE, SPEC, _changed, _draws, _obs, _spec, _with
 from tuner.space.spec import DEFAULT
-from tuner.study import stacking
-from tuner.study.search import EffectModel, propose
+from tuner.study.effects.model import EffectModel
+from tuner.study.policy import stacking
+from tuner.study.policy.local_search import propose
 
 
 def _spread_gains(value_a: float = 102.5, value_b: float = 102.5) -> list:  # type: ignore[type-arg]

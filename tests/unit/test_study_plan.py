@@ -20,9 +20,11 @@ from tuner.space.spec import Space, load_space, parse_space
 from tuner.stats import NoiseEstimate, between_launch_variance
 from tuner.stats.power import detectable_gain
 from tuner.storage import Store
-from tuner.study import analysis, attrs, futility
-from tuner.study.plan import LaunchTimes, cost_plan, launch_times
-from tuner.study.sweep import run_sweep
+from tuner.study import attrs
+from tuner.study.facts import analysis
+from tuner.study.facts.plan import LaunchTimes, cost_plan, launch_times
+from tuner.study.policy import futility
+from tuner.study.run.sweep import run_sweep
 
 
 def _study(

@@ -15,7 +15,7 @@ import yaml
 from tests.fakes import FakeRunner
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
 SPACE = {

@@ -14,8 +14,8 @@ import yaml
 from tests.fakes import FakeRunner
 from tuner.space.spec import load_space
 from tuner.storage import Store
-from tuner.study import exhaustion
-from tuner.study.sweep import run_sweep
+from tuner.study.policy import exhaustion
+from tuner.study.run.sweep import run_sweep
 
 SMALL = {
     "study": "small",

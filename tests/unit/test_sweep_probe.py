@@ -20,7 +20,7 @@ from tuner.probe.run import ProbeError, ProbeResult
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
 

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
 from tuner.errors import ConfigError, NoAnswerError, StoreError
-from tuner.study import analysis
+from tuner.study.facts import analysis
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
 from tuner.views.deploy import deployment_text

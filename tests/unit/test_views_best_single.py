@@ -9,7 +9,7 @@ from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
 from tuner.stats import Candidate, recommend
-from tuner.study import analysis
+from tuner.study.facts import analysis
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
 from tuner.views.study_access import open_study

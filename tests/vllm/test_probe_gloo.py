@@ -23,7 +23,7 @@ from tuner.events import SweepObserver
 from tuner.space.model_limits import load_model_config
 from tuner.space.spec import load_space
 from tuner.study import attrs
-from tuner.study.probing import SweepProbe
+from tuner.study.run.probe import SweepProbe
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / ".cache" / "tiny-llama"

@@ -24,7 +24,7 @@ import yaml
 from tuner.check import check_space
 from tuner.space.spec import SHIPPED_SPACES, load_space
 from tuner.storage import LaunchStatus, Store
-from tuner.study.sweep import run_sweep
+from tuner.study.run.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / ".cache" / "tiny-llama"

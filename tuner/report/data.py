@@ -2,7 +2,7 @@
 
 ``build_report`` reads one study: the answer (views/best.best_report), the history of
 launches with the baseline's noise band, each setting's effect from the search's model
-(study/search.EffectModel), throughput and latency per concurrency for the baseline,
+(study/effects/model.EffectModel), throughput and latency per concurrency for the baseline,
 best and recommended configurations, their telemetry over time (GPU when it was
 sampled, host otherwise), the time each launch spent loading, warming up and
 benchmarking, the failures, a Pareto front only for a study with several
@@ -28,7 +28,9 @@ from tuner.errors import NoAnswerError
 from tuner.report.telemetry import TelemetryChart, telemetry_charts
 from tuner.space.settings import changed_from_defaults
 from tuner.storage import LaunchRow, LaunchStatus, Store
-from tuner.study import analysis, attrs, search
+from tuner.study import attrs
+from tuner.study.effects.model import EffectModel
+from tuner.study.facts import analysis
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
 from tuner.views.compare_studies import StudiesComparison, compare_studies
 from tuner.views.study_access import open_study
@@ -248,7 +250,7 @@ def effects(result: analysis.StudyAnalysis) -> tuple[Effect, ...]:
     """Each tried setting's effect on the objective: the search model's posterior median and
     central interval at the study's confidence, largest effects first."""
     spec = result.space.spec
-    model = search.EffectModel(spec)
+    model = EffectModel(spec)
     model.observe(result.observations())
     if not model.rows:
         return ()

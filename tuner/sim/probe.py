@@ -101,7 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes-per-element", type=int, default=2)
     p.add_argument("--time-scale", type=float, default=1.0, help="as the server's")
     p.add_argument("--noise", type=float, default=DEFAULT_NOISE, help="relative sd per sample")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="repeatable noise: each NCCL setting draws its own, the same on every run",
+    )
     p.add_argument("--nccl-version", default=DEFAULT_NCCL_VERSION)
     return p
 
@@ -129,7 +134,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     settings = SimSettings(
         profile=args.profile, tensor_parallel_size=args.tensor_parallel_size, nccl=nccl
     )
-    rng = random.Random(args.seed)
+    # Seeded with the NCCL variables too: a setting's samples repeat run after run, and two
+    # settings do not share one draw (which would hide the noise of their difference).
+    nccl_vars = sorted(
+        (k, v) for k, v in (os.environ if env is None else env).items() if k.startswith("NCCL_")
+    )
+    rng = random.Random(None if args.seed is None else f"{args.seed}:{nccl_vars}")
     samples = {}
     for size in sizes:
         mean = allreduce_us(

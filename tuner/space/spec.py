@@ -257,7 +257,7 @@ class StopSpec(StrictModel):
 
 
 class SearchSpec(StrictModel):
-    """How proposals are made (see tuner/study/search.py)."""
+    """How proposals are made (see tuner/study/policy/local_search.py)."""
 
     method: Literal["local", "tpe"] = "local"
     # local: change at most max_changes settings of the incumbent at a time, picked by a

@@ -1,7 +1,10 @@
-"""Every optuna user attr tuner writes, and the roles a trial can have.
+"""Every optuna user attr tuner writes, and the names stored in them: roles, proposers, stops.
 
 optuna-dashboard, ``tuner trials`` and a resumed or second worker read these names from
 the storage, so they are part of the stored format: renaming one orphans old studies.
+Every module that writes or compares a role, a proposer or a stop reason uses the
+constants below, never the literal text. tuner/study/state.py reads the study attrs
+into one typed object.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ FINGERPRINT: Final = "tuner_fingerprint"
 RETRY_OF: Final = "tuner_retry_of"
 """Of a trial queued again after its worker died: the number of the trial it repeats."""
 PROPOSER: Final = "tuner_proposer"
-"""Of a search trial: ``local`` (tuner/study/search.py) or ``tpe`` (optuna's sampler)."""
+"""Of a search trial: who proposed it, one of ``Proposer``."""
 CONSTRAINTS: Final = "tuner_constraints"
 """Of a launched trial: per ``objective.subject_to`` limit (its text), this launch's value
 minus the limit (<= 0 meets it). The same values are the trial's optuna constraints
@@ -87,3 +90,40 @@ CONFIRM: Final = "confirm"
 SIMPLIFY: Final = "simplify"
 BENCH: Final = "bench"
 """A launch recorded by ``tuner bench --record``: no optuna trial behind it."""
+CHECKS: Final = frozenset({CONFIRM, SIMPLIFY})
+"""The roles of the checks before an answer: while one waits or runs, the study goes on."""
+
+# --- proposers (of search trials) ---------------------------------------------------------
+Proposer = Literal["local", "tpe", "probe"]
+LOCAL: Final = "local"
+"""The local search near the incumbent (tuner/study/policy/local_search.py)."""
+TPE: Final = "tpe"
+"""optuna's TPE sampler, when the local search has nothing left (or is off)."""
+NOMINEE: Final = "probe"
+"""The probe's nominee: every open NCCL param at its fastest value (docs/probe.md)."""
+
+# --- stop reasons (study attr STOP_REASON, tuner_studies.stop_reason) -----------------------
+StopReason = Literal[
+    "budget",
+    "all_failed",
+    "probe",
+    "exhausted",
+    "plateau",
+    "futile",
+    "worker_budget",
+    "interrupted",
+    "terminated",
+]
+BUDGET: Final = "budget"
+ALL_FAILED: Final = "all_failed"
+PROBE_FROZE_ALL: Final = "probe"
+"""The probe found no NCCL param can move the objective, and nothing else is searched."""
+EXHAUSTED: Final = "exhausted"
+PLATEAU: Final = "plateau"
+FUTILE: Final = "futile"
+WORKER_BUDGET: Final = "worker_budget"
+"""This worker used its --worker-trials; the study goes on with the others."""
+INTERRUPTED: Final = "interrupted"
+TERMINATED: Final = "terminated"
+LOCAL_STOPS: Final = frozenset({INTERRUPTED, TERMINATED})
+"""Stops of one worker only: Ctrl-C or a signal to it does not stop the others."""

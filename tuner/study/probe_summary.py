@@ -18,8 +18,10 @@ import optuna
 from tuner.probe.screen import comm_share, floor_tokens_per_s
 from tuner.space.settings import baseline_params
 from tuner.space.spec import Space
-from tuner.study import analysis, attrs
-from tuner.study.probing import PRUNED, Probed, decode_step_s, nccl_env
+from tuner.study import attrs
+from tuner.study.facts import analysis
+from tuner.study.run.probe import PRUNED
+from tuner.study.run.probe_cache import Probed, decode_step_s, nccl_env
 
 
 @dataclass(frozen=True)

@@ -16,42 +16,43 @@ from collections.abc import Sequence
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study import analysis, attrs
+from tuner.study import attrs
+from tuner.study.facts import analysis, pareto
 
 
-def config_verdict(result: analysis.StudyAnalysis, config: analysis.ConfigResult) -> str:
+def config_verdict(facts: analysis.StudyAnalysis, config: analysis.ConfigResult) -> str:
     """One configuration against the defaults: '+3.1% ± 1.2% (faster; ...): better'."""
-    baseline = result.baseline
+    baseline = facts.baseline
     if config.is_baseline:
         return "the defaults (baseline)"
     if baseline is None:
         return "measured; the defaults have no completed launch to compare with yet"
-    return "vs the defaults: " + result.compare(config, baseline).describe()
+    return "vs the defaults: " + facts.compare(config, baseline).describe()
 
 
-def measured_verdict(result: analysis.StudyAnalysis, config_hash: str) -> str | None:
+def measured_verdict(facts: analysis.StudyAnalysis, config_hash: str) -> str | None:
     """The verdict of a configuration just measured (None when it has no completed launch)."""
-    config = result.configs.get(config_hash)
-    return config_verdict(result, config) if config is not None else None
+    config = facts.configs.get(config_hash)
+    return config_verdict(facts, config) if config is not None else None
 
 
-def final_verdicts(result: analysis.StudyAnalysis, trials: Sequence[FrozenTrial]) -> dict[int, str]:
+def final_verdicts(facts: analysis.StudyAnalysis, trials: Sequence[FrozenTrial]) -> dict[int, str]:
     """Every trial's verdict from the whole study: roles in the answer first, then the
     comparison with the defaults, or why it has no measurement."""
-    rec = result.recommendation()
+    rec = facts.recommendation()
     named: dict[str, list[str]] = {}
     if rec is not None:
         named.setdefault(rec.best, []).append("best")
         named.setdefault(rec.recommended, []).append("recommended")
     # A trial's configuration from its completed launch (the store), not from its attrs.
-    by_trial = {n: c for c in result.configs.values() for n in c.trials}
+    by_trial = {n: c for c in facts.configs.values() for n in c.trials}
     out: dict[int, str] = {}
     for trial in trials:
         config = by_trial.get(trial.number)
         reason = trial.user_attrs.get(attrs.REASON)
         if trial.state == TrialState.COMPLETE and config is not None:
             head = " and ".join(named.get(config.config_hash, []))
-            verdict = config_verdict(result, config)
+            verdict = config_verdict(facts, config)
             out[trial.number] = f"{head}: {verdict}" if head else verdict
         elif trial.state == TrialState.PRUNED:  # its reason says pruned or not launched
             out[trial.number] = str(reason or "pruned; no reason recorded")
@@ -62,25 +63,23 @@ def final_verdicts(result: analysis.StudyAnalysis, trials: Sequence[FrozenTrial]
     return out
 
 
-def answer_sentence(result: analysis.StudyAnalysis) -> str:
+def answer_sentence(facts: analysis.StudyAnalysis) -> str:
     """The study's answer in one sentence: what to deploy, or keep the defaults (with
     several objectives, the rule of tuner/stats/pareto.py)."""
-    if result.objective_estimates is not None:
-        from tuner.study import pareto  # pareto reads analysis, as this module does
-
-        answer = pareto.front(result)
+    if facts.objective_estimates is not None:
+        answer = pareto.front(facts)
         if answer is not None:
             return answer.reason
-    rec = result.recommendation()
+    rec = facts.recommendation()
     if rec is None:
         return "no answer yet: the defaults (the baseline) have no completed launch"
     return rec.reason
 
 
-def record_final(study: optuna.Study, result: analysis.StudyAnalysis) -> dict[int, str]:
+def record_final(study: optuna.Study, facts: analysis.StudyAnalysis) -> dict[int, str]:
     """Write the final verdicts and the answer onto the study (its user attrs)."""
-    verdicts = final_verdicts(result, study.get_trials(deepcopy=False))
+    verdicts = final_verdicts(facts, study.get_trials(deepcopy=False))
     # JSON object keys are strings: the dashboard shows them as they are stored.
     study.set_user_attr(attrs.VERDICTS, {str(k): v for k, v in verdicts.items()})
-    study.set_user_attr(attrs.VERDICT, answer_sentence(result))
+    study.set_user_attr(attrs.VERDICT, answer_sentence(facts))
     return verdicts

@@ -23,7 +23,7 @@ from tuner import stats
 from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
-from tuner.study import analysis
+from tuner.study.facts import analysis
 from tuner.study.probe_summary import ProbeSummary, probe_summary
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives

@@ -18,8 +18,8 @@ from typing import Any
 
 from tuner.space.spec import Space
 from tuner.storage import LaunchStatus, Store
-from tuner.study import analysis
-from tuner.study.feasibility import summary_metric
+from tuner.study.facts import analysis
+from tuner.study.facts.metrics import summary_metric
 from tuner.trial.capacity_round import record_capacity
 
 AT_CAPACITY = (

@@ -15,7 +15,7 @@ from typing import Any
 
 from tuner.space.objectives import study_objectives
 from tuner.space.spec import Space
-from tuner.study import analysis
+from tuner.study.facts import analysis
 
 CANDIDATES = ("baseline", "best", "recommended")
 

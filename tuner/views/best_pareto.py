@@ -18,8 +18,8 @@ from rich.table import Table
 from tuner.space.objectives import Objective, study_objectives
 from tuner.space.spec import Scalar
 from tuner.stats.pareto import ParetoAnswer
-from tuner.study import pareto
-from tuner.study.analysis import StudyAnalysis
+from tuner.study.facts import pareto
+from tuner.study.facts.analysis import StudyAnalysis
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from tuner import stats
 from tuner.errors import StoreError
-from tuner.study import analysis
+from tuner.study.facts import analysis
 from tuner.views.study_access import open_study
 
 

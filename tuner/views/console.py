@@ -12,7 +12,7 @@ from tuner.events import SweepObserver
 from tuner.launcher.gpu_lock import GpuLock
 from tuner.secrets import safe_url
 from tuner.space.spec import load_space
-from tuner.study.sweep import SweepResult, run_sweep
+from tuner.study.run.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions, server_gpus
 

@@ -20,8 +20,9 @@ from tuner.launcher.gpu_lock import GpuLock
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
-from tuner.study import analysis, futility, plan
-from tuner.study.plan import CostPlan
+from tuner.study.facts import analysis, plan
+from tuner.study.facts.plan import CostPlan
+from tuner.study.policy import futility
 from tuner.telemetry.gpu import GpuBackend, open_gpu_backend
 from tuner.trial.runner import RunnerOptions, TrialRunner, server_gpus
 from tuner.views.console import MessageObserver

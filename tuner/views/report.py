@@ -24,9 +24,10 @@ from optuna.artifacts.exceptions import ArtifactNotFound
 from tuner.report.data import build_report
 from tuner.report.html import render
 from tuner.secrets import private_dir, sqlite_file
-from tuner.study import analysis, attrs, verdicts
+from tuner.study import attrs, verdicts
+from tuner.study.facts import analysis
+from tuner.study.run.sweep import name_objective
 from tuner.study.storage import open_storage
-from tuner.study.sweep import name_objective
 from tuner.views.study_access import open_study
 
 ARTIFACTS_PREFIX = "artifacts:"

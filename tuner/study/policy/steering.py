@@ -1,22 +1,24 @@
 """Steer the local search away from settings the data says will break a limit.
 
-The local search (tuner/study/search.py) models only the objective: once a setting that
+The local search (tuner/study/policy/local_search.py) models only the objective: once a setting that
 buys throughput is seen to break ``objective.subject_to`` (a TTFT limit, say), it would
 keep proposing it with other settings, each such launch wasted. Here each limit gets the
-same kind of model the search fits to the objective: search.EffectModel, a sparse
-main-effects regression of log(metric) on the settings, fitted to every measured launch's
-value of the limit's metric (feasibility.launch_values: the mean over rounds at the
-limit's level), each launch weighed by that metric's own noise (between launches, pooled
-over repeated configurations as feasibility.judge does, and within).
+same kind of model the search fits to the objective (tuner/study/effects/model.py
+``EffectModel``), a sparse main-effects regression of log(metric) on the settings, fitted
+to every measured launch's value of the limit's metric (tuner/study/facts/limit_data.py:
+the mean over rounds at the limit's level), each launch weighed by that metric's own noise
+(between launches, pooled over repeated configurations as the limits are judged, and
+within).
 
 A candidate is **likely infeasible** when the model's posterior probability that its
-mean breaks a limit exceeds STEER_CONFIDENCE. The controller asks before queueing a
+mean breaks a limit exceeds STEER_CONFIDENCE. The policy asks before it decides a
 proposal (``propose_avoiding``) and asks the search again, without it, when it is; a
-configuration optuna's TPE proposes is asked about too (``refusal``), and not launched.
+configuration optuna's TPE proposes is asked about too (tuner/study/gate.py), and not
+launched.
 
 Two choices, and why:
 
-- The objective's model expects effects of a few % (search.PRIOR_EFFECT_SD on the log);
+- The objective's model expects effects of a few % (PRIOR_EFFECT_SD on the log);
   a latency setting can move a p99 by several times (slo-trade's 4x). The limit model is
   fitted on ``scale * log(value)`` with ``scale = PRIOR_EFFECT_SD / LIMIT_EFFECT_SD``, so
   the same prior reads as LIMIT_EFFECT_SD on the log of the metric: the model class is
@@ -35,7 +37,6 @@ left out, and a limit with no positive value on record steers nothing.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,9 +45,9 @@ import numpy as np
 from tuner import stats
 from tuner.space.limits import MetricLimit
 from tuner.space.settings import settings_from_params
-from tuner.space.spec import Scalar, Space, SpaceSpec
-from tuner.storage import LaunchStatus, Store
-from tuner.study import feasibility, search
+from tuner.space.spec import Scalar, SpaceSpec
+from tuner.study.effects.model import PRIOR_EFFECT_SD, EffectModel, Observation
+from tuner.study.facts.limit_data import LimitData
 
 STEER_CONFIDENCE = 0.9
 """Posterior probability of breaking a limit above which a proposal is skipped."""
@@ -61,7 +62,7 @@ class LimitModel:
     """One limit's effect model and its posterior draws."""
 
     limit: MetricLimit
-    model: search.EffectModel
+    model: EffectModel
     draws: np.ndarray
     scale: float
 
@@ -88,34 +89,19 @@ class LimitSteering:
         return None
 
 
-def fit_steering(store: Store, space: Space, rng: np.random.Generator) -> LimitSteering | None:
-    """The limits' models from the study's measured launches; None without limits or data."""
-    limits = feasibility.study_limits(space)
-    if not limits:
+def fit_steering(
+    data: Sequence[LimitData], spec: SpaceSpec, rng: np.random.Generator
+) -> LimitSteering | None:
+    """The limits' models from their measurements (``facts.limit_data``); None without any."""
+    if not data:
         return None
-    rows = [
-        r
-        for r in store.launches(space.study_name)
-        if r.status in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED)
-    ]
-    values = feasibility.launch_values(store, [r.id for r in rows], limits)
-    spec = _maximizing(space.spec)  # the model's score is then the metric's own log
+    maximizing = _maximizing(spec)  # the model's score is then the metric's own log
     models = []
-    for i, limit in enumerate(limits):
-        if not limit.value > 0:
-            continue  # no logarithm: nothing to compare a predicted log value with
-        launches = [(r, values[r.id][i]) for r in rows if r.id in values]
-        measured = [(r, e) for r, e in launches if e is not None and e.mean > 0]
-        if not measured:
-            continue
-        groups: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
-        for r, e in measured:
-            groups[r.config_hash].append(e)
-        noise = stats.between_launch_variance(groups.values()) or stats.NoiseEstimate.prior()
-        model = search.EffectModel(spec)
-        model.observe(_scaled([(r.params, e) for r, e in measured], noise))
-        models.append(LimitModel(limit, model, model.draws(rng), _SCALE))
-    return LimitSteering(tuple(models)) if models else None
+    for found in data:
+        model = EffectModel(maximizing)
+        model.observe(_scaled(found.launches, found.noise))
+        models.append(LimitModel(found.limit, model, model.draws(rng), _SCALE))
+    return LimitSteering(tuple(models))
 
 
 def propose_avoiding(
@@ -141,32 +127,34 @@ def propose_avoiding(
     return None, skipped
 
 
-def refusal(store: Store, space: Space, params: Mapping[str, Scalar], seed: int) -> str | None:
-    """Why a configuration optuna's TPE proposed is not launched (it likely breaks a
-    limit), or None: TPE reads the limits only as soft constraints, and would otherwise
-    launch what the local search just skipped."""
-    steering = fit_steering(store, space, np.random.default_rng(seed))
-    why = steering.likely_breaks(params) if steering is not None else None
-    return f"likely breaks {why}; not launched" if why else None
-
-
-_SCALE = search.PRIOR_EFFECT_SD / LIMIT_EFFECT_SD
+_SCALE = PRIOR_EFFECT_SD / LIMIT_EFFECT_SD
 
 
 def _scaled(
     launches: Sequence[tuple[Mapping[str, Scalar], stats.LaunchEstimate]],
     noise: stats.NoiseEstimate,
-) -> list[search.Observation]:
+) -> list[Observation]:
     """Observations of ``value ** _SCALE`` (see the module): log effects shrink by _SCALE,
     and so does the noise of the log, the relative variance by _SCALE squared."""
     out = []
     for params, launch in launches:
         rel_var = noise.var + stats.launch_within_var(launch, noise.within_var) / launch.mean**2
         value = launch.mean**_SCALE
-        out.append(search.Observation(params, value, value**2 * _SCALE**2 * rel_var))
+        out.append(Observation(params, value, value**2 * _SCALE**2 * rel_var))
     return out
 
 
 def _maximizing(spec: SpaceSpec) -> SpaceSpec:
     objective = spec.objective.model_copy(update={"direction": "maximize"})
     return spec.model_copy(update={"objective": objective})
+
+
+def refusal(
+    data: Sequence[LimitData], spec: SpaceSpec, params: Mapping[str, Scalar], seed: int
+) -> str | None:
+    """Why a configuration optuna's TPE proposed is not launched (it likely breaks a
+    limit), or None: TPE reads the limits only as soft constraints, and would otherwise
+    launch what the local search just skipped."""
+    found = fit_steering(data, spec, np.random.default_rng(seed))
+    why = found.likely_breaks(params) if found is not None else None
+    return f"likely breaks {why}; not launched" if why else None

@@ -34,8 +34,8 @@ from tuner.stats.estimates import DEFAULT_PRIOR_REL_SD
 from tuner.stats.power import DetectableGain, detectable_gain, with_requests, with_rounds
 from tuner.stats.wording import percent
 from tuner.storage import LaunchRow, LaunchStatus
-from tuner.study import search
-from tuner.study.analysis import StudyAnalysis
+from tuner.study.effects.model import levels
+from tuner.study.facts.analysis import StudyAnalysis
 
 PLAN_POWER = 0.5
 """The plain reading of "the smallest gain it can confirm": confirmed half the time."""
@@ -294,7 +294,7 @@ def cost_plan(
     )
     now = mde(first_noise)
     settled = mde(well_measured(noise))
-    values = sum(len(search.levels(p)) - 1 for p in spec.params.values())
+    values = sum(len(levels(p)) - 1 for p in spec.params.values())
     per_launch = max(1, spec.search.max_changes)
     to_try_all = -(-values // per_launch) if values else 0
     quickest = baseline + stop.patience
@@ -334,26 +334,26 @@ def cost_plan(
 
 
 def study_plan(
-    result: StudyAnalysis,
-    rows: Sequence[LaunchRow],
+    facts: StudyAnalysis,
+    times: LaunchTimes,
     *,
     budget: int | None = None,
     futility_min_trials: int | None = None,
 ) -> CostPlan | None:
     """The plan once the baseline has its ``stop.baseline_launches`` launches; else None.
 
-    ``rows`` are the study's launches (their timings); ``result`` its analysis.
+    ``times`` is what the study's launches cost (``launch_times``); ``facts`` its analysis.
     """
-    baseline = result.baseline
-    spec = result.space.spec
-    if baseline is None or result.noise is None:
+    baseline = facts.baseline
+    spec = facts.space.spec
+    if baseline is None or facts.noise is None:
         return None
     if len(baseline.launches) < spec.stop.baseline_launches:
         return None
     return cost_plan(
         spec,
-        result.noise,
-        launch_times(rows),
+        facts.noise,
+        times,
         baseline_measured=len(baseline.launches),
         budget=budget,
         futility_min_trials=futility_min_trials,

@@ -2,14 +2,15 @@
 
 Reads the stored launches (never optuna's ``best_trial``: a configuration may be
 launched several times and each launch is its own optuna trial) and applies the
-pure statistics of tuner/stats/. The sweep asks it what to confirm, whether a gain
-is real and when to stop; `tuner best` asks it for the answer.
+pure statistics of tuner/stats/. The policy (tuner/study/policy/) reads it to decide what
+to confirm, whether a gain is real and when to stop; `tuner best` reads it for the answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuner import stats
@@ -17,11 +18,9 @@ from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
-from tuner.study import feasibility, search
-from tuner.study.objective_values import ObjectiveEstimates, estimate_objectives
-
-SCREEN_CONFIDENCE = 0.8
-"""Confidence of the screening test that earns a configuration a confirmation launch."""
+from tuner.study.effects.model import Observation
+from tuner.study.facts import feasibility
+from tuner.study.facts.objective_values import ObjectiveEstimates, estimate_objectives
 
 
 @dataclass(frozen=True)
@@ -143,84 +142,11 @@ class StudyAnalysis:
             return a is not None
         return self.compare(a, b).verdict == "better"
 
-    def needs_confirmation(self, *, against: str | None = None) -> list[ConfigResult]:
-        """Configurations to launch again: they pass the screening test against ``against``
-        and are not confirmed yet, or are confirmed but still not significantly better.
-
-        ``against`` is the sweep's incumbent (the configuration whose significant gains
-        reset the patience); without one, the best. Screening against the incumbent keeps
-        the two notions in step: a configuration that looks better than the incumbent
-        gets the launch that can make it the new incumbent.
-
-        Screening is looser than the final test (SCREEN_CONFIDENCE, not stop.confidence):
-        a launch is cheap next to missing a real gain, and the confirmation launches
-        then decide at full confidence whether it becomes the best. When they leave the
-        verdict open, more launches follow, up to ``stop.confirmation_cap``: a real
-        2.5% gain on a machine with 1% noise needs about three launches to show.
-        """
-        stop = self.space.spec.stop
-        if stop.confirmations <= 0:
-            return []
-        reference = self.configs.get(against) if against else None
-        if reference is not None and not self.eligible(reference):
-            reference = None  # more launches showed it breaks a limit
-        reference = reference or self.best
-        if reference is None:  # with limits: nothing confirmed meets them yet
-            return self.uncertain_leaders(None) + self._unconfirmed_feasible()
-        wanted = self.uncertain_leaders(reference)
-        for c in self.configs.values():
-            if c.config_hash == reference.config_hash or c.is_baseline or not self.eligible(c):
-                continue  # a configuration that breaks a limit is not worth confirming
-            extra = len(c.launches) - 1
-            if extra >= stop.confirmation_cap:
-                continue
-            looks_better = stats.is_significant_gain(
-                c.estimate,
-                reference.estimate,
-                direction=self.direction,
-                min_gain=stop.min_gain,
-                confidence=min(SCREEN_CONFIDENCE, stop.confidence),
-            )
-            if looks_better and (
-                extra < stop.confirmations or self.compare(c, reference).verdict != "better"
-            ):
-                wanted.append(c)
-        return wanted
-
-    def uncertain_leaders(self, reference: ConfigResult | None) -> list[ConfigResult]:
-        """Configurations whose limits are uncertain but whose mean beats ``reference`` (or
-        any, without one): launched again, up to the confirmation cap, so that the noise
-        decides no longer whether they may be recommended."""
-        stop = self.space.spec.stop
-        sign = 1.0 if self.direction == "maximize" else -1.0
-        wanted = []
-        for c in self.configs.values():
-            if self.limit_verdict(c) != "uncertain" or c is reference:
-                continue
-            first = stop.baseline_launches if c.is_baseline else 1
-            if len(c.launches) - first >= stop.confirmation_cap:
-                continue
-            if reference is None or sign * c.estimate.mean > sign * reference.estimate.mean:
-                wanted.append(c)
-        return wanted
-
-    def _unconfirmed_feasible(self) -> list[ConfigResult]:
-        """Without any confirmed configuration meeting the limits: those that meet them and
-        were launched too few times to be trusted."""
-        return [
-            c
-            for c in self.configs.values()
-            if self.limit_checks
-            and not c.is_baseline
-            and self.eligible(c)
-            and not self.confirmed(c)
-        ]
-
-    def observations(self) -> list[search.Observation]:
+    def observations(self) -> list[Observation]:
         """The measured launches, each with the variance of its mean (both kinds of noise)."""
         noise = self.noise or stats.NoiseEstimate.prior()
         return [
-            search.Observation(
+            Observation(
                 params=params,
                 value=launch.mean,
                 var=noise.var * launch.mean**2 + stats.launch_within_var(launch, noise.within_var),
@@ -247,13 +173,20 @@ class StudyAnalysis:
         return f"{config.estimate.mean:.4g} ± {config.estimate.se:.2g} [{what}]"
 
 
-def analyze(store: Store, space: Space, *, fingerprint: str | None = None) -> StudyAnalysis:
+def analyze(
+    store: Store,
+    space: Space,
+    *,
+    fingerprint: str | None = None,
+    rows: Sequence[LaunchRow] | None = None,
+) -> StudyAnalysis:
     """Group the study's completed launches by configuration and estimate each.
 
     ``fingerprint``: only the launches on that hardware (and those recorded before
-    fingerprints were, which count with any); None: every launch.
+    fingerprints were, which count with any); None: every launch. ``rows``: the study's
+    launches when the caller has read them already.
     """
-    rows = store.launches(space.study_name)
+    rows = list(rows) if rows is not None else store.launches(space.study_name)
     if fingerprint is not None:
         rows = [r for r in rows if r.fingerprint in (None, fingerprint)]
     counts: dict[str, int] = defaultdict(int)

@@ -3,7 +3,8 @@
 At 1% noise a single 2.5% gain is about two launches' sd: a launch that holds it (with two
 passengers) seldom passes the screening test, and a confirmation of it seldom reaches 95%.
 Several such gains launched together add up to one that does. ``stacked`` builds that
-configuration from the posterior draws of ``search.EffectModel``; ``search.propose``
+configuration from the posterior draws of the model of effects (``EffectModel``); the local
+search (tuner/study/policy/local_search.py)
 launches it before any untried value once the model gives it ``STACK_CHANCE`` or more of
 beating the incumbent by min_gain. It is a search trial like any other: it becomes the
 incumbent only through the confirmation launches and the Welch test, so a stack of noise
@@ -14,15 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tuner.space.settings import canonical_value, violated_constraints
 from tuner.space.spec import DEFAULT, Scalar, SpaceSpec
-
-if TYPE_CHECKING:
-    from tuner.study.search import EffectModel
+from tuner.study.effects.model import EffectModel
 
 STACK_CHANCE = 0.3
 """The model's chance that the stack beats the incumbent by min_gain before it is launched."""

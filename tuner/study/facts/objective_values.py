@@ -1,6 +1,6 @@
 """Each objective of a several-objective study, per launch and per configuration.
 
-Like the limits (tuner/study/feasibility.py): a launch's value of an objective is the mean
+Like the limits (tuner/study/facts/feasibility.py): a launch's value of an objective is the mean
 over its rounds of the metric at the objective's level, read from the stored level
 summaries; a configuration's launches are pooled by stats.config_estimate with the
 between-launch noise of *that metric* (measured over every configuration launched more
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from tuner import stats
 from tuner.space.objectives import Objective
 from tuner.storage import LaunchRow, Store
-from tuner.study.feasibility import launch_rounds, metric_estimate
+from tuner.study.facts.metrics import MetricRead, launch_values
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def estimate_objectives(
 ) -> ObjectiveEstimates:
     """Each configuration (``groups``: its completed launches by hash) on every objective."""
     ids = [row.id for rows in groups.values() for row in rows]
-    values = launch_values(store, ids, objectives)
+    values = objective_values(store, ids, objectives)
     per_config: dict[str, list[stats.ConfigEstimate | None]] = defaultdict(list)
     noises = []
     for i in range(len(objectives)):
@@ -64,19 +64,17 @@ def estimate_objectives(
     )
 
 
-def launch_values(
+def objective_values(
     store: Store, launch_ids: Sequence[int], objectives: Sequence[Objective]
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
     """Per launch, per objective: the estimate over its rounds (None: NaN or missing)."""
-    return {
-        launch_id: [metric_estimate(by_round, o.metric, o.concurrency) for o in objectives]
-        for launch_id, by_round in launch_rounds(store, launch_ids).items()
-    }
+    reads = [MetricRead(o.metric, o.concurrency) for o in objectives]
+    return launch_values(store, launch_ids, reads)
 
 
 def launch_means(store: Store, launch_id: int, objectives: Sequence[Objective]) -> list[float]:
     """One launch's value of each objective (NaN where it has none): what optuna is told."""
-    found = launch_values(store, [launch_id], objectives).get(launch_id)
+    found = objective_values(store, [launch_id], objectives).get(launch_id)
     if found is None:
         return [math.nan] * len(objectives)
     return [e.mean if e is not None else math.nan for e in found]

@@ -1,14 +1,15 @@
 """The futility stop: end the search when the model rules out every untried neighbour.
 
 The plateau rule waits ``stop.patience`` search trials without a significant gain. Often
-the model of the settings' effects (tuner/study/search.py ``EffectModel``) knows sooner:
+the model of the settings' effects (tuner/study/effects/model.py) knows sooner:
 once every value has been launched and cleared, no change to the incumbent is likely to
 beat it by ``min_gain``. ``chance_of_gain`` puts a number on that: for every untried
-neighbour of the incumbent (``search.neighbours``, the neighbourhood proposals come
+neighbour of the incumbent (``neighbours``, the neighbourhood proposals come
 from: up to ``max_changes`` changes, a working setting changed alone, constraints kept)
 the share of posterior draws in which its effects add up to more than ``min_gain``, and
-the largest of these. The controller stops (reason ``futile``) when that is below
-``stop.futility`` and ``MIN_TRIALS`` search trials have run since the last gain. An
+the largest of these. The study stops (reason ``futile``) when that is below
+``stop.futility`` and ``MIN_TRIALS`` search trials have run since the last gain
+(tuner/study/policy/stops.py ``futile``). An
 untried value keeps its prior (one in five has an effect, sd 5%), worth about an 8%
 chance on its own, above the default threshold of 5%: the search never stops while a
 value is untried, nor on the prior alone. docs/search.md ("Stopping early") has the
@@ -24,7 +25,8 @@ import numpy as np
 
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import Scalar, SpaceSpec
-from tuner.study.search import WORKING, EffectModel, Observation, neighbours, setting_worth
+from tuner.study.effects.model import EffectModel, Observation, working_params
+from tuner.study.effects.neighbours import neighbours
 
 DRAWS = 1024
 """Posterior draws behind the check. The largest of many neighbours' chances is read off
@@ -49,7 +51,7 @@ def chance_of_gain(
     frozen: frozenset[str] = frozenset(),
 ) -> float:
     """The largest posterior probability, over the untried neighbours of ``incumbent``
-    (``search.neighbours``; ``exclude`` holds the configuration hashes already launched or
+    (``neighbours``; ``exclude`` holds the configuration hashes already launched or
     queued), that one beats it by more than ``min_gain``; 0.0 when none is left.
 
     ``frozen`` params (the probe found they cannot help) are not changed, as in the search.
@@ -57,8 +59,7 @@ def chance_of_gain(
     model = EffectModel(spec)
     model.observe(observations)
     draws = model.draws(rng, DRAWS)
-    worth = setting_worth(model, draws, incumbent, min_gain)
-    working = frozenset(name for name, p in worth.items() if p >= WORKING)
+    working = working_params(model, draws, incumbent, min_gain)
     candidates = [
         c
         for c in neighbours(spec, incumbent, max_changes, working, rng=rng, frozen=frozen)

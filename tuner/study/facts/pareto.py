@@ -4,9 +4,9 @@ Joins the study's analysis (tuner/study/analysis.py: configurations, trust, limi
 each configuration's estimate per objective) with the pure rules of tuner/stats/pareto.py.
 The candidates are the *trusted* configurations: launched enough (the baseline, or
 1 + stop.confirmations launches), meeting every limit beyond noise, measured on every
-objective. `tuner best` shows their front; the sweep (tuner/study/controller.py) asks
-what to confirm and whether the recommendable set grew (docs/statistics.md, "Several
-objectives").
+objective. `tuner best` shows their front; the several-objective goal of the policy
+(tuner/study/policy/pareto_goal.py) asks what to confirm and whether the recommendable set
+grew (docs/statistics.md, "Several objectives").
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from tuner import stats
 from tuner.space.objectives import study_objectives
 from tuner.stats.pareto import ParetoAnswer, ParetoCandidate, ParetoJudge
-from tuner.study.analysis import SCREEN_CONFIDENCE, ConfigResult, StudyAnalysis
+from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
 
 
 def judge_for(result: StudyAnalysis, *, confidence: float | None = None) -> ParetoJudge:
@@ -58,44 +58,6 @@ def front(result: StudyAnalysis) -> ParetoAnswer | None:
     baseline = result.baseline
     base = candidate(result, baseline) if baseline is not None else None
     return judge_for(result).judge(candidates, base)
-
-
-def needs_confirmation(result: StudyAnalysis) -> list[ConfigResult]:
-    """Configurations to launch again: not yet trusted (or not yet decided) and possibly
-    on the front.
-
-    A configuration that looks better than the defaults on at least one objective (the
-    screening test, SCREEN_CONFIDENCE) and that no trusted configuration dominates is
-    launched again until it is trusted (1 + stop.confirmations launches), and then, up to
-    stop.confirmation_cap, while no objective shows its gain at full confidence. A trade
-    (better on one objective, worse on another) is confirmed too: it may be on the front.
-    """
-    stop = result.space.spec.stop
-    baseline = result.baseline
-    if stop.confirmations <= 0 or baseline is None:
-        return []
-    base = candidate(result, baseline)
-    if base is None:
-        return []
-    screen = judge_for(result, confidence=min(SCREEN_CONFIDENCE, stop.confidence))
-    full = judge_for(result)
-    front_now = trusted(result)
-    wanted = []
-    for config in result.configs.values():
-        if config.is_baseline or result.limit_verdict(config) == "infeasible":
-            continue
-        extra = len(config.launches) - 1
-        if extra >= stop.confirmation_cap:
-            continue
-        this = candidate(result, config)
-        if this is None or not any(c.verdict == "better" for c in screen.versus(this, base)):
-            continue
-        if any(o.key != this.key and full.dominates(o, this) for o in front_now):
-            continue
-        decided = any(c.verdict == "better" for c in full.versus(this, base))
-        if extra < stop.confirmations or not decided or not result.eligible(config):
-            wanted.append(config)
-    return wanted
 
 
 def describe(result: StudyAnalysis, config: ConfigResult) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +29,7 @@ from tuner.space.limits import MetricLimit, parse_limit
 from tuner.space.spec import Space
 from tuner.stats.student_t import t_critical
 from tuner.storage import LaunchRow, Store
+from tuner.study.facts.metrics import MetricRead, launch_values
 
 LimitVerdict = Literal["feasible", "infeasible", "uncertain"]
 NOT_MEASURED = 1e9
@@ -118,7 +119,7 @@ def judge(
     if not limits or not groups:
         return {}
     ids = [row.id for rows in groups.values() for row in rows]
-    values = launch_values(store, ids, limits)
+    values = limit_values(store, ids, limits)
     confidence = space.spec.stop.confidence
     out: dict[str, list[LimitCheck]] = defaultdict(list)
     for i, limit in enumerate(limits):
@@ -133,36 +134,23 @@ def judge(
     return {key: Feasibility(tuple(checks)) for key, checks in out.items()}
 
 
-def launch_values(
+def limit_values(
     store: Store, launch_ids: Sequence[int], limits: Sequence[MetricLimit]
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
     """Per launch, per limit: the estimate over its rounds (None: a NaN or missing value)."""
-    return {
-        launch_id: [_launch_estimate(limit, by_round) for limit in limits]
-        for launch_id, by_round in launch_rounds(store, launch_ids).items()
-    }
+    return launch_values(store, launch_ids, [limit_read(limit) for limit in limits])
 
 
-def launch_rounds(
-    store: Store, launch_ids: Sequence[int]
-) -> dict[int, list[Mapping[int, Mapping[str, Any]]]]:
-    """Per launch, its rounds in order, each the level summaries by concurrency (the fixed
-    levels only: a capacity search's levels are not the objective's or a limit's)."""
-    rounds: dict[int, dict[int, dict[int, Mapping[str, Any]]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
-    for level in store.levels_of(list(launch_ids)):
-        rounds[level.launch_id][level.round][level.concurrency] = level.summary
-    return {
-        launch_id: [by_round[r] for r in sorted(by_round)] for launch_id, by_round in rounds.items()
-    }
+def limit_read(limit: MetricLimit) -> MetricRead:
+    """What a limit reads of a launch: its metric at its level, ``@*`` the worst level."""
+    return MetricRead(limit.metric, limit.level, worst=max if limit.op == "<=" else min)
 
 
 def optuna_values(store: Store, space: Space, launch_id: int) -> list[float]:
     """One launch's constraint values as optuna reads them (<= 0 feasible): the observed
     mean minus the limit for ``<=``, the limit minus it for ``>=``."""
     limits = study_limits(space)
-    estimates = launch_values(store, [launch_id], limits).get(launch_id)
+    estimates = limit_values(store, [launch_id], limits).get(launch_id)
     if estimates is None:
         return [NOT_MEASURED] * len(limits)
     out = []
@@ -173,43 +161,6 @@ def optuna_values(store: Store, space: Space, launch_id: int) -> list[float]:
             over = estimate.mean - limit.value
             out.append(over if limit.op == "<=" else -over)
     return out
-
-
-def _launch_estimate(limit: MetricLimit, by_round: Any) -> stats.LaunchEstimate | None:
-    return metric_estimate(
-        by_round, limit.metric, limit.level, worst=max if limit.op == "<=" else min
-    )
-
-
-def metric_estimate(
-    by_round: Any,
-    metric: str,
-    level: int | str | None,
-    *,
-    worst: Callable[[list[float]], float] = max,
-) -> stats.LaunchEstimate | None:
-    """One launch's estimate of ``metric`` at ``level`` from its rounds (``launch_rounds``);
-    ``level`` ``"*"``: each round's worst level, as ``worst`` picks it. None when a round
-    lacks the level or the metric: a failed level is never a value."""
-    per_round = []
-    for levels in by_round:
-        wanted = list(levels.values()) if level == "*" else [levels.get(level)]
-        values = [summary_metric(s, metric) if s is not None else math.nan for s in wanted]
-        if not values or any(math.isnan(v) for v in values):
-            return None
-        per_round.append(worst(values))
-    return stats.launch_estimate(per_round) if per_round else None
-
-
-def summary_metric(summary: Mapping[str, Any], metric: str) -> float:
-    """A metric (``FAMILY_STAT`` spelling) from a stored level summary; NaN when absent."""
-    if metric in summary:
-        value = summary[metric]
-    else:
-        family, _, stat = metric.rpartition("_")
-        dist = summary.get(family)
-        value = dist.get(stat) if isinstance(dist, Mapping) else None
-    return math.nan if value is None else float(value)
 
 
 def _check(

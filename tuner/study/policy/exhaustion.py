@@ -1,12 +1,13 @@
-"""When the space is used up: every configuration of the open params tried, or proposals
-that launch nothing.
+"""When the space is used up: the grid of the params left open, and how long repeats may run.
 
-The local search (tuner/study/search.py) proposes nothing once every neighbour of the
-incumbent has been launched; optuna's TPE then proposes, and in a small space most of
-its proposals repeat a configuration already measured (not launched again, but each is
-a trial in the list). ``open_grid`` lists the configurations of the params left open
-(the probe's frozen ones at default) when they are few, so the sweep can stop as soon
-as all were tried; ``IDLE_AFTER_LOCAL`` bounds the repeats where they are too many to list.
+The local search (tuner/study/policy/local_search.py) proposes nothing once every
+neighbour of the incumbent has been launched; optuna's TPE then proposes, and in a small
+space most of its proposals repeat a configuration already measured (not launched again,
+but each is a trial in the list). ``open_grid`` lists the configurations of the params
+left open (the probe's frozen ones at default) when they are few, so the study can stop
+as soon as all were tried; ``IDLE_AFTER_LOCAL`` bounds the repeats where they are too many
+to list. The rules themselves are tuner/study/policy/stops.py ``exhausted`` and
+``idle_proposals``.
 """
 
 from __future__ import annotations
@@ -48,30 +49,3 @@ def all_tried(spec: SpaceSpec, frozen: frozenset[str], tried: set[str]) -> int |
     """The size of the open grid when every configuration in it was tried, else None."""
     grid = open_grid(spec, frozen)
     return len(grid) if grid is not None and grid <= tried else None
-
-
-def verdict(
-    spec: SpaceSpec,
-    frozen: frozenset[str],
-    tried: set[str] | None,
-    *,
-    idle: int,
-    local_done: bool,
-    tpe_only: bool = False,
-) -> tuple[str, str] | None:
-    """("exhausted", sentence) or None. ``tried``: the configurations proposed so far,
-    or None when the grid is not to be checked now (the local search still proposes, or
-    a confirmation is pending); ``idle``: proposals in a row that launched nothing;
-    ``tpe_only``: optuna's TPE is the only proposer (there is no local search)."""
-    if tried is not None:
-        size = all_tried(spec, frozen, tried)
-        if size is not None:
-            return "exhausted", f"every configuration of the space has been tried ({size})"
-    limit = IDLE_AFTER_LOCAL if local_done or tpe_only else MAX_IDLE_PROPOSALS
-    if idle < limit:
-        return None
-    after = " after the local search had nothing left" if local_done else ""
-    return "exhausted", (
-        f"{limit} proposals in a row were duplicates or broke constraints{after}: "
-        "the space looks exhausted"
-    )

@@ -1,0 +1,1 @@
+"""What the launches measured, read from the store: estimates, limits, the plan's arithmetic."""

@@ -1,0 +1,72 @@
+"""The refusals before a launch, in order: a configuration not worth a model load is not loaded.
+
+Every trial optuna starts passes through ``refusal`` before its server is launched
+(tuner/study/run/trial.py); the first reason found is recorded and the trial is PRUNED
+without a launch. In order:
+
+1. a broken constraint of the space file (``constraints:``);
+2. the model's shape refuses it (tuner/space/model_limits.py: TP against the heads, ...);
+and for a search trial (not a retry of a dead worker's trial):
+3. a duplicate: the same configuration was launched before;
+4. the probe: its all-reduce is slower than the default's, or fails, or it sets a param
+   or value the probe closed (tuner/study/run/probe.py measures; the reasons are its);
+5. the limits: proposed by TPE and likely to break one (tuner/study/policy/steering.py;
+   the local search's proposals were steered before they were queued).
+
+The probe and the limits are asked lazily (``probe``, ``limits``): they cost a probe run
+or a model fit, and are only worth it once the cheaper checks passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.space import model_limits
+from tuner.space.settings import Settings, violated_constraints
+from tuner.space.spec import Space
+from tuner.study import attrs
+
+Check = Callable[[], "str | None"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trial about to be launched: its settings and why it was queued."""
+
+    settings: Settings
+    role: str
+    proposer: str | None
+    retry: bool
+    """A dead worker's trial queued again: launched as it was, whatever it repeats."""
+    previous: int | None
+    """Another trial that launched the same configuration, if any."""
+
+
+def refusal(
+    space: Space,
+    candidate: Candidate,
+    *,
+    model_config: Mapping[str, Any] | None,
+    probe: Check | None = None,
+    limits: Check | None = None,
+) -> str | None:
+    """Why ``candidate`` is not launched (every reason ends "not launched"), or None."""
+    settings = candidate.settings
+    broken = violated_constraints(space.spec, settings.params)
+    if broken:
+        return f"violates constraint {broken[0]}; not launched"
+    refused = model_limits.settings_refusal(space, model_config, settings)
+    if refused:
+        return f"cannot start with this model: {refused}; not launched"
+    if candidate.role != attrs.SEARCH or candidate.retry:
+        return None
+    if candidate.previous is not None:
+        return f"same configuration as trial {candidate.previous}; not launched again"
+    found = probe() if probe is not None else None
+    if found:
+        return found
+    if candidate.proposer == attrs.TPE and limits is not None:
+        return limits()  # the local search's proposals were steered before they were queued
+    return None

@@ -1,0 +1,89 @@
+"""Which configurations a single-objective study launches again (confirmations).
+
+A configuration that looks better than the incumbent (a screening test, looser than the
+final one) is launched again until it is confirmed (1 + stop.confirmations launches), and
+then, up to stop.confirmation_cap, while the verdict at full confidence stays open; one
+whose limits are uncertain is launched again while it leads. Pure: the study's facts in,
+configurations out (tuner/study/policy/single_goal.py turns them into launches).
+"""
+
+from __future__ import annotations
+
+from tuner import stats
+from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
+
+SCREEN_CONFIDENCE = 0.8
+"""Confidence of the screening test that earns a configuration a confirmation launch."""
+
+
+def needs_confirmation(facts: StudyAnalysis, against: str | None) -> list[ConfigResult]:
+    """Configurations to launch again: they pass the screening test against ``against``
+    and are not confirmed yet, or are confirmed but still not significantly better.
+
+    ``against`` is the sweep's incumbent (the configuration whose significant gains
+    reset the patience); without one, the best. Screening against the incumbent keeps
+    the two notions in step: a configuration that looks better than the incumbent
+    gets the launch that can make it the new incumbent.
+
+    Screening is looser than the final test (SCREEN_CONFIDENCE, not stop.confidence):
+    a launch is cheap next to missing a real gain, and the confirmation launches
+    then decide at full confidence whether it becomes the best. When they leave the
+    verdict open, more launches follow, up to ``stop.confirmation_cap``: a real
+    2.5% gain on a machine with 1% noise needs about three launches to show.
+    """
+    stop = facts.space.spec.stop
+    if stop.confirmations <= 0:
+        return []
+    reference = facts.configs.get(against) if against else None
+    if reference is not None and not facts.eligible(reference):
+        reference = None  # more launches showed it breaks a limit
+    reference = reference or facts.best
+    if reference is None:  # with limits: nothing confirmed meets them yet
+        return uncertain_leaders(facts, None) + _unconfirmed_feasible(facts)
+    wanted = uncertain_leaders(facts, reference)
+    for c in facts.configs.values():
+        if c.config_hash == reference.config_hash or c.is_baseline or not facts.eligible(c):
+            continue  # a configuration that breaks a limit is not worth confirming
+        extra = len(c.launches) - 1
+        if extra >= stop.confirmation_cap:
+            continue
+        looks_better = stats.is_significant_gain(
+            c.estimate,
+            reference.estimate,
+            direction=facts.direction,
+            min_gain=stop.min_gain,
+            confidence=min(SCREEN_CONFIDENCE, stop.confidence),
+        )
+        if looks_better and (
+            extra < stop.confirmations or facts.compare(c, reference).verdict != "better"
+        ):
+            wanted.append(c)
+    return wanted
+
+
+def uncertain_leaders(facts: StudyAnalysis, reference: ConfigResult | None) -> list[ConfigResult]:
+    """Configurations whose limits are uncertain but whose mean beats ``reference`` (or
+    any, without one): launched again, up to the confirmation cap, so that the noise
+    decides no longer whether they may be recommended."""
+    stop = facts.space.spec.stop
+    sign = 1.0 if facts.direction == "maximize" else -1.0
+    wanted = []
+    for c in facts.configs.values():
+        if facts.limit_verdict(c) != "uncertain" or c is reference:
+            continue
+        first = stop.baseline_launches if c.is_baseline else 1
+        if len(c.launches) - first >= stop.confirmation_cap:
+            continue
+        if reference is None or sign * c.estimate.mean > sign * reference.estimate.mean:
+            wanted.append(c)
+    return wanted
+
+
+def _unconfirmed_feasible(facts: StudyAnalysis) -> list[ConfigResult]:
+    """Without any confirmed configuration meeting the limits: those that meet them and
+    were launched too few times to be trusted."""
+    return [
+        c
+        for c in facts.configs.values()
+        if facts.limit_checks and not c.is_baseline and facts.eligible(c) and not facts.confirmed(c)
+    ]

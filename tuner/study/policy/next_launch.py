@@ -1,0 +1,143 @@
+"""What runs next: the one place that decides, in a documented order.
+
+A pure function from a snapshot of the study (tuner/study/policy/snapshot.py) to a
+``Decision``: stop (with a reason), or the launches to queue, with the state after.
+tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
+
+1. another worker stopped the study: this worker stops too;
+2. the cost plan, once, after the baseline launches (said and recorded);
+3. the goal tracks the finished trial: a significant gain resets the patience;
+4. launches, in priority: **recovery retries** (a dead worker's trials, again) >
+   **confirmations** (what looks better than the incumbent, launched again);
+5. the study's stop rules, in order (tuner/study/policy/stops.py): budget, every launch
+   failed, the probe froze every param, an exhausted grid, a plateau, the futility
+   stop, idle proposals; a plateau or the futility stop first queues the **final checks**
+   (the best without its idle settings, a close call settled) while any is due;
+6. this worker's own budget (--worker-trials);
+7. the budget's last launches go to the **final checks**;
+8. when no trial waits, the next search launch: **the probe's nominee** (once) >
+   **the local search** (limits steered around) > **TPE** with the frozen params held
+   (else nothing is queued and optuna's sampler proposes freely).
+
+When a run opens (``opening``: a new or resumed study), before any trial: recovery
+retries > **baselines** (the defaults, ``stop.baseline_launches`` times) > confirmations >
+the next search launch. Each step sees the launches decided before it, as if queued.
+"""
+
+from __future__ import annotations
+
+from tuner.space.settings import baseline_params
+from tuner.study import attrs
+from tuner.study.facts.plan import CostPlan, study_plan
+from tuner.study.policy import futility, stops
+from tuner.study.policy.decisions import Decision, Launch, Stop
+from tuner.study.policy.goal import Goal
+from tuner.study.policy.snapshot import Snapshot
+
+
+def opening(snap: Snapshot, goal: Goal) -> Decision:
+    """The decision when a run opens, before its first trial (see the module)."""
+    start = snap
+    launches: list[Launch] = []
+    for step in (lambda s: list(s.retries), baselines, goal.confirmations):
+        decided = step(snap)
+        launches += decided
+        snap = snap.with_queued(decided)
+    proposal, snap, local_done, skipped = _proposal(snap, goal)
+    launches += proposal
+    return Decision(
+        launches=tuple(launches),
+        state=snap.state if snap.state != start.state else None,
+        messages=tuple(skipped),
+        local_done=local_done,
+    )
+
+
+def after_trial(snap: Snapshot, goal: Goal) -> Decision:
+    """The decision after a trial finished (see the module)."""
+    peer = stops.peer_stop(snap)
+    if peer is not None:
+        return Decision(stop=peer)
+    start = snap
+    launches = list(snap.retries)
+    snap = snap.with_queued(launches)
+    plan = cost_plan(snap)
+    if plan is not None:
+        snap = snap.with_state(snap.state.replace(plan_said=True))
+    snap, messages = goal.track(snap)
+    confirmations = goal.confirmations(snap)
+    launches += confirmations
+    snap = snap.with_queued(confirmations)
+
+    def decision(stop: Stop | None = None, local_done: bool | None = None) -> Decision:
+        return Decision(
+            launches=tuple(launches),
+            stop=stop,
+            state=snap.state if snap.state != start.state else None,
+            messages=tuple(messages),
+            local_done=local_done,
+            plan=plan,
+        )
+
+    for rule in stops.STUDY_RULES:
+        stop = rule(snap, goal)
+        if stop is None:
+            continue
+        if rule in stops.AFTER_CHECKS:
+            checks, snap = goal.final_checks(snap)
+            if checks:  # the checks before the answer are worth their launches
+                launches += checks
+                snap = snap.with_queued(checks)
+                break
+        # The study stops: nothing more is worth a launch, but a dead worker's trial
+        # stays queued for a resumed study.
+        launches = list(snap.retries)
+        return decision(stop)
+    worker = stops.worker_budget(snap)
+    if worker is not None:
+        return decision(worker)  # the other workers run what this one queued
+    left = snap.budget - snap.launched
+    if left == 1 + snap.spec.stop.confirmations and not snap.checks_pending:
+        checks, snap = goal.final_checks(snap)  # the budget's last launches go to the checks
+        launches += checks
+        snap = snap.with_queued(checks)
+    proposal, snap, local_done, skipped = _proposal(snap, goal)
+    launches += proposal
+    messages += skipped
+    return decision(local_done=local_done)
+
+
+def baselines(snap: Snapshot) -> list[Launch]:
+    """The defaults, until they have been, are being, or are about to be launched
+    ``stop.baseline_launches`` times (RUNNING counts: another worker measures it now).
+
+    Each baseline ever queued has a slot number (0, 1, ... in the order queued, failed
+    ones included), claimed, so workers starting together queue it once in all.
+    """
+    wanted = snap.spec.stop.baseline_launches
+    queued = [t for t in snap.trials if t.role == attrs.BASELINE]
+    have = sum(1 for t in queued if t.state in ("COMPLETE", "RUNNING", "WAITING"))
+    params = baseline_params(snap.spec)
+    return [
+        Launch(params, attrs.BASELINE, claim=("baseline", str(slot)))
+        for slot in range(len(queued), len(queued) + wanted - have)
+    ]
+
+
+def cost_plan(snap: Snapshot) -> CostPlan | None:
+    """The cost plan, when it is due: once, after the baseline launches."""
+    if snap.state.plan_said:
+        return None
+    return study_plan(
+        snap.facts,
+        snap.launch_times,
+        budget=snap.budget,
+        futility_min_trials=futility.MIN_TRIALS if snap.spec.stop.futility > 0 else None,
+    )
+
+
+def _proposal(snap: Snapshot, goal: Goal) -> tuple[list[Launch], Snapshot, bool | None, list[str]]:
+    """The goal's next search launch, when no trial waits (optuna runs a waiting one first)."""
+    if snap.waiting:
+        return [], snap, None, []
+    return goal.proposal(snap)

@@ -1,0 +1,232 @@
+"""One objective: the incumbent, its confirmations, pruning, the checks and the search.
+
+The goal of a study of one ``objective:``. The incumbent is the configuration whose
+significant gains reset the patience: the best trusted configuration, replaced only when
+another beats it beyond the noise. What looks better than it is confirmed
+(tuner/study/policy/confirmations.py); a running search trial that cannot reach the best
+is pruned after a round; before the answer come the final checks
+(tuner/study/policy/final_checks.py); proposals come from the probe's nominee, the local
+search and, when it has nothing left, optuna's TPE with the frozen params at default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from tuner import stats
+from tuner.space.settings import is_default, settings_from_params
+from tuner.space.spec import DEFAULT, Scalar, SpaceSpec
+from tuner.study import attrs
+from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.policy import final_checks, futility, local_search, probe_narrowing, steering
+from tuner.study.policy.confirmations import needs_confirmation
+from tuner.study.policy.decisions import Launch
+from tuner.study.policy.snapshot import Snapshot
+
+PruneCheck = Callable[[Sequence[float]], "str | None"]
+
+
+class SingleGoal:
+    """The goal of a single-objective study (see the module)."""
+
+    tpe_only = False
+    """The local search proposes (unless the space says ``search.method: tpe``)."""
+
+    def track(self, snap: Snapshot) -> tuple[Snapshot, list[str]]:
+        """The incumbent moved on when the best beat it significantly (patience reset)."""
+        facts, state = snap.facts, snap.state
+        best = facts.best
+        if best is None or snap.finished is None:
+            return snap, []
+        incumbent = state.incumbent
+        if incumbent is None or not facts.eligible_hash(incumbent):
+            new = state.replace(incumbent=best.config_hash, last_gain_trial=snap.finished)
+            return snap.with_state(new), []
+        if best.config_hash != incumbent and facts.significantly_better(
+            best.config_hash, incumbent
+        ):
+            new = state.replace(incumbent=best.config_hash, last_gain_trial=snap.finished)
+            return snap.with_state(new), [
+                f"new best: trial {best.trials[0]} ({facts.describe(best)})"
+            ]
+        return snap, []
+
+    def confirmations(self, snap: Snapshot) -> list[Launch]:
+        """Launch again what looks better than the incumbent and is unconfirmed."""
+        facts = snap.facts
+        waiting = snap.waiting_configs()
+        out = []
+        for config in needs_confirmation(facts, snap.state.incumbent):
+            if config.config_hash in waiting:
+                continue
+            message = (
+                f"trial {config.trials[-1]} looks better than the best; "
+                "launching it again to confirm"
+                if facts.eligible(config)
+                else f"trial {config.trials[-1]} may break a limit "
+                f"({facts.limit_checks[config.config_hash].describe()}); launching it again"
+            )
+            out.append(
+                final_checks.confirm_launch(snap, config.config_hash, config.params, message)
+            )
+        return out
+
+    def final_checks(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
+        return final_checks.final_checks(snap)
+
+    def plateau_detail(self, snap: Snapshot) -> str:
+        facts = snap.facts
+        incumbent = facts.configs.get(snap.state.incumbent or "")
+        n = snap.search_trials_since_gain()
+        noise = facts.noise_rel_sd()
+        noise_text = f" (±{noise:.1%})" if noise is not None else ""
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
+        return f"no configuration beat {who} by more than the noise{noise_text} in {n} trials"
+
+    def futile_chance(self, snap: Snapshot) -> float | None:
+        """The model's largest chance that an untried neighbour of the incumbent beats it by
+        min_gain, when that is below stop.futility and futility.MIN_TRIALS search trials
+        have run without a gain; else None (search on)."""
+        stop = snap.spec.stop
+        baseline = snap.facts.baseline
+        if stop.futility <= 0 or baseline is None:
+            return None
+        if snap.search_trials_since_gain() < futility.MIN_TRIALS:
+            return None
+        incumbent = snap.facts.configs.get(snap.state.incumbent or "") or baseline
+        chance = futility.chance_of_gain(
+            snap.search_spec,
+            snap.facts.observations(),
+            incumbent.params,
+            exclude=snap.tried(),
+            rng=snap.rng(stream=1),
+            min_gain=stop.min_gain,
+            max_changes=snap.spec.search.max_changes,
+            frozen=snap.frozen,
+        )
+        return chance if chance < stop.futility else None
+
+    def futile_detail(self, snap: Snapshot, chance: float) -> str:
+        incumbent = snap.facts.configs.get(snap.state.incumbent or "")
+        who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
+        n = snap.search_trials_since_gain()
+        stop = snap.spec.stop
+        return (
+            f"no configuration beat {who} by more than the noise in {n} trials, and the model "
+            f"of the settings' effects gives no untried change to it more than a "
+            f"{chance * 100:.1f}% chance of beating it by {stop.min_gain * 100:g}% (futility "
+            f"stop below {stop.futility * 100:g}%; patience {stop.patience} not used up)"
+        )
+
+    # --- proposals, in order --------------------------------------------------------------
+
+    def proposal(self, snap: Snapshot) -> tuple[list[Launch], Snapshot, bool | None, list[str]]:
+        """The next search launch: the probe's nominee (once), else the local search's
+        proposal, else optuna's TPE with the frozen params held at default (or nothing
+        queued: TPE proposes freely). Returns the launches, the snapshot after (the
+        nominee's mark), the local search's answer (True: nothing left; None: not asked)
+        and the messages of proposals skipped for the limits."""
+        if snap.spec.search.method != "local" or snap.facts.baseline is None:
+            return [], snap, None, []
+        nominee, snap = self.nominee(snap)
+        if nominee:
+            return nominee, snap, None, []
+        params, skipped = self.local_search(snap)
+        if params is not None:
+            return (
+                [Launch(params, attrs.SEARCH, {attrs.PROPOSER: attrs.LOCAL})],
+                snap,
+                False,
+                skipped,
+            )
+        if snap.frozen:  # optuna's TPE proposes next: the frozen params stay at default
+            fixed = dict.fromkeys(snap.frozen, DEFAULT)
+            return [Launch(fixed, attrs.SEARCH, {attrs.PROPOSER: attrs.TPE})], snap, True, skipped
+        return [], snap, True, skipped
+
+    def nominee(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
+        """The probe's nominee as the first search trial, once."""
+        params = probe_narrowing.nominee(snap.spec, snap.state.probe)
+        if params is None:
+            return [], snap
+        config = settings_from_params(snap.spec, params).config_hash
+        nominated = dataclasses.replace(snap.state.probe, nominated=True)
+        snap = snap.with_state(snap.state.replace(probe=nominated))
+        if config in snap.tried():
+            return [], snap
+        changed = ", ".join(f"{k}={v}" for k, v in params.items() if not is_default(v))
+        launch = Launch(
+            params,
+            attrs.SEARCH,
+            {attrs.PROPOSER: attrs.NOMINEE},
+            message=f"probe: launching its nominee first: {changed}",
+        )
+        return [launch], snap
+
+    def local_search(self, snap: Snapshot) -> tuple[dict[str, Scalar] | None, list[str]]:
+        """The local search's proposal near the incumbent, not what the limits rule out."""
+        facts, spec = snap.facts, snap.spec
+        baseline = facts.baseline
+        assert baseline is not None
+        incumbent = facts.configs.get(snap.state.incumbent or "") or baseline
+        rng = snap.rng()
+        search_spec = snap.search_spec
+        return steering.propose_avoiding(
+            lambda exclude: local_search.propose(
+                search_spec,
+                facts.observations(),
+                incumbent.params,
+                exclude=exclude,
+                rng=rng,
+                min_gain=spec.stop.min_gain,
+                max_changes=spec.search.max_changes,
+                trials_left=spec.stop.patience - snap.search_trials_since_gain(),
+                frozen=snap.frozen,
+            ),
+            steering.fit_steering(snap.limit_data, spec, snap.rng(stream=2)),
+            spec,
+            snap.tried(),
+        )
+
+    # --- what optuna is told ---------------------------------------------------------------
+
+    def optuna_objectives(self, spec: SpaceSpec) -> tuple[stats.Direction, str]:
+        """The study's direction and the name of its objective, as optuna takes them."""
+        return spec.direction, spec.objective.metric
+
+    def optuna_value(
+        self, mean: float, per_objective: Callable[[], list[float]]
+    ) -> float | list[float]:
+        """A launch's value for optuna: its mean over rounds of the objective."""
+        return mean
+
+    def reported_rounds(self, rounds: Sequence[float]) -> Sequence[float]:
+        """The round values reported to optuna as intermediate values (its pruners')."""
+        return rounds
+
+    # --- while a trial runs --------------------------------------------------------------
+
+    def prune_check(self, facts: StudyAnalysis) -> PruneCheck | None:
+        """A function of a search trial's rounds so far: why to stop it early, or None."""
+        best = facts.best
+        spec = facts.space.spec
+        if best is None:
+            return None
+
+        def check(rounds: Sequence[float]) -> str | None:
+            if stats.should_prune(
+                rounds,
+                best.estimate,
+                direction=spec.direction,
+                confidence=spec.stop.confidence,
+                noise=facts.noise,
+            ):
+                return (
+                    f"pruned after {len(rounds)} round{'s' if len(rounds) != 1 else ''}: "
+                    "cannot reach the best "
+                    f"(trial {best.trials[0]}) at {spec.stop.confidence:.0%} confidence"
+                )
+            return None
+
+        return check

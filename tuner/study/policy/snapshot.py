@@ -1,0 +1,137 @@
+"""A snapshot of the study: everything the policy reads to decide what runs next.
+
+Built once per decision by tuner/study/run/snapshot_read.py from optuna's trials, the
+store's launches (tuner/study/facts/analysis.py) and the study's state; pure from here
+on. ``with_queued`` and ``with_state`` give the snapshot as it will be once earlier parts
+of the same decision are applied, so that each rule sees the launches decided before it
+(a confirmation just decided is a pending check, as if it were already queued).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tuner.space.spec import SpaceSpec
+from tuner.study import attrs
+from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.facts.limit_data import LimitData
+from tuner.study.facts.plan import LaunchTimes
+from tuner.study.policy import probe_narrowing
+from tuner.study.policy.decisions import Launch
+from tuner.study.state import StudyState, TrialView
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The study as the policy sees it at one moment (see the module)."""
+
+    spec: SpaceSpec
+    facts: StudyAnalysis
+    state: StudyState
+    trials: tuple[TrialView, ...]
+    budget: int
+    """The study's launches in all workers (--trials)."""
+    seed: int | None = None
+    worker: str | None = None
+    worker_budget: int | None = None
+    """This worker's own launches (--worker-trials), when it has a budget."""
+    stop_seen: str | None = None
+    """The study's STOPPED_BY mark as this worker last knew it: a change is another's stop."""
+    finished: int | None = None
+    """The trial that just finished (None: the run is opening)."""
+    idle_proposals: int = 0
+    """Proposals in a row (this worker's) that launched nothing."""
+    local_done: bool = False
+    """The local search's last answer in this worker: nothing left to propose."""
+    launch_times: LaunchTimes = field(default_factory=lambda: LaunchTimes(0, None, None))
+    limit_data: tuple[LimitData, ...] = ()
+    retries: tuple[Launch, ...] = ()
+    """Dead workers' trials the recovery failed just now, to launch again (first of all)."""
+
+    # --- as the decision goes on ---------------------------------------------------------
+
+    def with_queued(self, launches: Sequence[Launch]) -> Snapshot:
+        """The snapshot once ``launches`` are queued: each a WAITING trial."""
+        if not launches:
+            return self
+        new = list(self.trials)
+        for launch in launches:
+            for _ in range(launch.copies):
+                new.append(
+                    TrialView(
+                        number=len(new),
+                        state="WAITING",
+                        role=launch.role,
+                        proposer=str(launch.extra_attrs.get(attrs.PROPOSER) or "") or None,
+                        config=launch.config,
+                    )
+                )
+        return dataclasses.replace(self, trials=tuple(new))
+
+    def with_state(self, state: StudyState) -> Snapshot:
+        return dataclasses.replace(self, state=state)
+
+    # --- what the trials say ---------------------------------------------------------------
+
+    @property
+    def launched(self) -> int:
+        """Launches run to the end in all workers (what --trials counts)."""
+        return sum(1 for t in self.trials if t.launched and not t.running)
+
+    def launched_by(self, worker: str | None) -> int:
+        return sum(1 for t in self.trials if t.launched and not t.running and t.worker == worker)
+
+    def tried(self) -> set[str]:
+        """The configurations proposed so far: launched, queued, refused or repeated."""
+        return {t.config for t in self.trials if t.config is not None}
+
+    def count_of(self, config_hash: str) -> int:
+        """Trials of a configuration, in any state."""
+        return sum(1 for t in self.trials if t.config == config_hash)
+
+    @property
+    def waiting(self) -> bool:
+        return any(t.waiting for t in self.trials)
+
+    def waiting_configs(self) -> set[str | None]:
+        return {t.config for t in self.trials if t.waiting}
+
+    @property
+    def checks_pending(self) -> bool:
+        """A confirmation or simplification waits or runs (RUNNING: another worker may be
+        measuring one now; this worker's own trial has finished by its decision)."""
+        return any(t.role in attrs.CHECKS for t in self.trials if t.waiting or t.running)
+
+    def search_trials_since_gain(self) -> int:
+        last_gain = self.state.last_gain_trial
+        if last_gain is None:
+            return 0
+        return sum(
+            1
+            for t in self.trials
+            if t.number > last_gain and t.launched and t.role == attrs.SEARCH and t.finished
+        )
+
+    # --- the space as the search walks it ------------------------------------------------------
+
+    @property
+    def frozen(self) -> frozenset[str]:
+        return self.state.probe.frozen
+
+    @property
+    def search_spec(self) -> SpaceSpec:
+        """The space the local search walks: the probe's narrowing of it, if any."""
+        return probe_narrowing.search_spec(self.spec, self.state.probe)
+
+    def rng(self, stream: int = 0) -> np.random.Generator:
+        """Seeded per decision by the trials so far (queued ones included), so a seeded
+        study proposes the same whether resumed or not; ``stream`` keeps the draws of the
+        futility check and the limit models apart from the proposal's."""
+        if self.seed is None:
+            return np.random.default_rng()
+        n = len(self.trials)
+        return np.random.default_rng([self.seed, n, stream] if stream else [self.seed, n])

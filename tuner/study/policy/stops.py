@@ -1,0 +1,139 @@
+"""The stop rules: each a function of the snapshot, a ``Stop`` or None.
+
+In the style of guidellm's scheduler constraints: one function per reason to stop, each
+saying why in one sentence. tuner/study/policy/next_launch.py asks them in the order of
+``STUDY_RULES``; the first that fires decides, except that a plateau or the futility stop
+gives way to the checks before the answer while any is due. ``peer_stop`` and
+``worker_budget`` stop this worker only: the study goes on with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tuner.study import attrs
+from tuner.study.policy import exhaustion
+from tuner.study.policy.decisions import Stop
+from tuner.study.policy.goal import Goal
+from tuner.study.policy.snapshot import Snapshot
+
+Rule = Callable[[Snapshot, Goal], "Stop | None"]
+
+
+def peer_stop(snap: Snapshot) -> Stop | None:
+    """Another worker stopped the study since this worker last looked (its mark changed)."""
+    marker, state = snap.state.stopped_by, snap.state
+    if marker is None or marker == snap.stop_seen:
+        return None
+    who = str(marker).rsplit("#", 1)[0]
+    detail = f"{state.stop_detail or ''} (stopped by worker {who})"
+    return Stop(str(state.stop_reason or "stopped"), detail, whole_study=False)
+
+
+def budget(snap: Snapshot, goal: Goal) -> Stop | None:
+    if snap.launched >= snap.budget:
+        return Stop(attrs.BUDGET, f"used the budget of {snap.budget} launches")
+    return None
+
+
+def all_failed(snap: Snapshot, goal: Goal) -> Stop | None:
+    if snap.facts.all_failed(min_launches=snap.spec.stop.baseline_launches):
+        return Stop(attrs.ALL_FAILED, "every launch failed; see `tuner trials` for the reasons")
+    return None
+
+
+def probe_froze_all(snap: Snapshot, goal: Goal) -> Stop | None:
+    """The probe froze every param: nothing is left to search (never while a trial waits:
+    the baseline's launches are made in any case)."""
+    frozen = snap.frozen
+    if not frozen or snap.waiting or not frozen >= set(snap.spec.params):
+        return None
+    sentence = snap.state.probe.sentence or "the probe froze every param"
+    return Stop(attrs.PROBE_FROZE_ALL, f"{sentence}; keep the defaults")
+
+
+def exhausted(snap: Snapshot, goal: Goal) -> Stop | None:
+    """Every configuration of the params left open has been tried (a small grid).
+
+    Looked at once the probe has narrowed the space and no trial waits, or once the local
+    search has nothing left (at once where TPE alone proposes) and no check is pending.
+    """
+    frozen = snap.frozen
+    local_over = snap.local_done or _tpe_only(snap, goal)
+    if not ((frozen and not snap.waiting) or (local_over and not snap.checks_pending)):
+        return None
+    grid = exhaustion.open_grid(snap.search_spec, frozen)
+    if grid is None or not grid <= snap.tried():
+        return None
+    if frozen:
+        detail = (
+            f"every configuration the probe leaves open has been tried ({len(grid)}; "
+            f"no longer searched: {', '.join(sorted(frozen))})"
+        )
+    else:
+        detail = f"every configuration of the space has been tried ({len(grid)})"
+    return Stop(attrs.EXHAUSTED, detail)
+
+
+def plateau(snap: Snapshot, goal: Goal) -> Stop | None:
+    """``stop.patience`` search trials without a significant gain (while no check is
+    pending: a confirmation may still reset the patience)."""
+    if snap.checks_pending or snap.search_trials_since_gain() < snap.spec.stop.patience:
+        return None
+    return Stop(attrs.PLATEAU, goal.plateau_detail(snap))
+
+
+def futile(snap: Snapshot, goal: Goal) -> Stop | None:
+    """The model of effects rules out every untried neighbour of the incumbent."""
+    if snap.checks_pending:
+        return None
+    chance = goal.futile_chance(snap)
+    if chance is None:
+        return None
+    return Stop(attrs.FUTILE, goal.futile_detail(snap, chance))
+
+
+def idle_proposals(snap: Snapshot, goal: Goal) -> Stop | None:
+    """Proposals in a row that launched nothing (repeats, constraint breaks): fewer are
+    allowed once the local search has nothing left, or where TPE alone proposes."""
+    local_over = snap.local_done or _tpe_only(snap, goal)
+    limit = exhaustion.IDLE_AFTER_LOCAL if local_over else exhaustion.MAX_IDLE_PROPOSALS
+    if snap.idle_proposals < limit:
+        return None
+    after = " after the local search had nothing left" if snap.local_done else ""
+    return Stop(
+        attrs.EXHAUSTED,
+        f"{limit} proposals in a row were duplicates or broke constraints{after}: "
+        "the space looks exhausted",
+    )
+
+
+def worker_budget(snap: Snapshot) -> Stop | None:
+    """This worker used its own budget (--worker-trials)."""
+    mine = snap.worker_budget
+    if mine is None or snap.launched_by(snap.worker) < mine:
+        return None
+    return Stop(
+        attrs.WORKER_BUDGET,
+        f"this worker used its {mine} launches (--worker-trials); "
+        "the study goes on with the other workers",
+        whole_study=False,
+    )
+
+
+STUDY_RULES: tuple[Rule, ...] = (
+    budget,
+    all_failed,
+    probe_froze_all,
+    exhausted,
+    plateau,
+    futile,
+    idle_proposals,
+)
+"""The study's stop rules in the order they are asked."""
+AFTER_CHECKS: frozenset[Rule] = frozenset({plateau, futile})
+"""Rules that let the checks before the answer run first (tuner/study/policy/final_checks.py)."""
+
+
+def _tpe_only(snap: Snapshot, goal: Goal) -> bool:
+    return goal.tpe_only or snap.spec.search.method != "local"

@@ -1,0 +1,53 @@
+"""Carrying out a decision: the one place that queues, writes the state and says why.
+
+The policy (tuner/study/policy/next_launch.py) decides as values; ``apply`` turns them
+into effects on the study, in order: the cost plan said and recorded, the study's state
+written (tuner/study/state.py ``attr_changes``), the decision's messages said, then each
+launch claimed (once-only launches, tuner/study/queue.py ``Claims``), queued as an optuna
+trial and, when queued, its message said. A stop is the controller's to carry out
+(tuner/study/run/controller.py): it records the study's end.
+"""
+
+from __future__ import annotations
+
+import optuna
+
+from tuner.events import SweepObserver
+from tuner.space.spec import SpaceSpec
+from tuner.study import attrs, queue
+from tuner.study.policy.decisions import Decision, Launch
+from tuner.study.state import StudyState, attr_changes
+
+
+def apply(
+    decision: Decision,
+    *,
+    study: optuna.Study,
+    spec: SpaceSpec,
+    state: StudyState,
+    claims: queue.Claims | None,
+    observer: SweepObserver,
+) -> None:
+    """Carry out ``decision`` on ``study`` (whose state was ``state`` when it was taken)."""
+    if decision.plan is not None:
+        study.set_user_attr(attrs.PLAN, decision.plan.to_json())
+        observer.message("\n".join(decision.plan.lines()))
+    if decision.state is not None:
+        for name, value in attr_changes(state, decision.state).items():
+            study.set_user_attr(name, value)
+    for line in decision.messages:
+        observer.message(line)
+    for launch in decision.launches:
+        if queue_launch(study, spec, launch, claims) and launch.message:
+            observer.message(launch.message)
+
+
+def queue_launch(
+    study: optuna.Study, spec: SpaceSpec, launch: Launch, claims: queue.Claims | None
+) -> bool:
+    """Queue ``launch`` (its copies), unless another worker's claim on it went through."""
+    if launch.claim is not None and claims is not None and not claims.take(*launch.claim):
+        return False
+    for _ in range(launch.copies):
+        queue.enqueue_launch(study, spec, launch.params, launch.role, launch.extra_attrs)
+    return True

@@ -1,0 +1,92 @@
+"""Reading the study for a decision: its facts (kept while its launches are unchanged) and
+the snapshot the policy decides on.
+
+The analysis of the store's launches (tuner/study/facts/analysis.py) is what every
+decision, pruning check and trial verdict reads; ``FactsReader`` recomputes it only when
+a launch was added or changed since the last read, so a trial costs one or two analyses,
+not one per question. ``snapshot`` joins the facts with optuna's trials and the study's
+state (tuner/study/state.py) into the policy's ``Snapshot``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import optuna
+
+from tuner.space.spec import Space
+from tuner.storage import LaunchRow, Store
+from tuner.study.facts.analysis import StudyAnalysis, analyze
+from tuner.study.facts.limit_data import limit_data
+from tuner.study.facts.plan import LaunchTimes, launch_times
+from tuner.study.policy.decisions import Launch
+from tuner.study.policy.snapshot import Snapshot
+from tuner.study.state import StudyState, TrialView
+
+
+class FactsReader:
+    """The study's analysis, recomputed when its launches changed (see the module)."""
+
+    def __init__(self, store: Store, space: Space) -> None:
+        self.store = store
+        self.space = space
+        self._key: tuple[object, ...] | None = None
+        self._facts: StudyAnalysis | None = None
+        self.rows: Sequence[LaunchRow] = ()
+
+    def facts(self) -> StudyAnalysis:
+        rows = self.store.launches(self.space.study_name)
+        key = tuple((r.id, r.status, r.finished_at, tuple(r.objective_rounds or ())) for r in rows)
+        if self._facts is None or key != self._key:
+            self._facts = analyze(self.store, self.space, rows=rows)
+            self._key = key
+        self.rows = rows
+        return self._facts
+
+
+@dataclass
+class WorkerMemory:
+    """What one worker remembers between its decisions (not the study's: its own)."""
+
+    idle_proposals: int = 0
+    local_done: bool = False
+    stop_seen: str | None = None
+
+
+def snapshot(
+    study: optuna.Study,
+    reader: FactsReader,
+    memory: WorkerMemory,
+    *,
+    budget: int,
+    seed: int | None,
+    worker: str | None,
+    worker_budget: int | None,
+    finished: int | None,
+    retries: Sequence[Launch] = (),
+) -> Snapshot:
+    """The study as the policy sees it now."""
+    facts = reader.facts()
+    state = StudyState.from_attrs(study.user_attrs)
+    trials = tuple(
+        TrialView.of(t.number, t.state.name, t.user_attrs) for t in study.get_trials(deepcopy=False)
+    )
+    times = launch_times(reader.rows) if not state.plan_said else LaunchTimes(0, None, None)
+    return Snapshot(
+        spec=reader.space.spec,
+        facts=facts,
+        state=state,
+        trials=trials,
+        budget=budget,
+        seed=seed,
+        worker=worker,
+        worker_budget=worker_budget,
+        stop_seen=memory.stop_seen,
+        finished=finished,
+        idle_proposals=memory.idle_proposals,
+        local_done=memory.local_done,
+        launch_times=times,
+        limit_data=limit_data(reader.store, reader.space),
+        retries=tuple(retries),
+    )
