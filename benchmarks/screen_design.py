@@ -72,9 +72,10 @@ from tuner.space.settings import (  # noqa: E402
     settings_from_params,
     violated_constraints,
 )
-from tuner.space.spec import DEFAULT, Scalar, SpaceSpec, load_space  # noqa: E402
+from tuner.space.spec import Scalar, SpaceSpec, load_space  # noqa: E402
 from tuner.study import search  # noqa: E402
 from tuner.study.search import EffectModel, Observation, levels, neighbours  # noqa: E402
+from tuner.vocabulary import DEFAULT  # noqa: E402
 
 CASES = {"flat": 1.0, "hidden-gain": 1.08, "interaction": 1.07 * 1.025}  # the optimum
 WITHIN = 0.98

@@ -2,7 +2,7 @@
 
 cli -> views, bench_command -> study -> trial, check, probe -> bench, launcher, telemetry,
 storage -> space, stats, nccl, server_http, secrets, events -> errors,
-exit_codes. Nothing outside tuner/sim
+exit_codes, vocabulary. Nothing outside tuner/sim
 imports the simulator, except cli (`tuner sim` starts it).
 """
 
@@ -35,6 +35,7 @@ LAYER = {
     "events": 1,
     "errors": 0,
     "exit_codes": 0,
+    "vocabulary": 0,
 }
 ROOT = Path(tuner.__file__).parent
 
