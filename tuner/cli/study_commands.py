@@ -159,8 +159,8 @@ def best(
 
     Exits 3 while the study has no answer yet (no completed trial).
     """
-    from tuner.views.best import FORMATS, best_report
-    from tuner.views.best_print import print_best
+    from tuner.views.best import best_report
+    from tuner.views.best_print import FORMATS, print_best
     from tuner.views.deploy import WHICH
     from tuner.views.study_access import resolve_study
 
