@@ -72,10 +72,11 @@ from tuner.space.settings import (  # noqa: E402
     settings_from_params,
     violated_constraints,
 )
-from tuner.space.spec import DEFAULT, Scalar, SpaceSpec, load_space  # noqa: E402
+from tuner.space.spec import Scalar, SpaceSpec, load_space  # noqa: E402
 from tuner.study.effects import model as search  # noqa: E402
 from tuner.study.effects.model import EffectModel, Observation, levels  # noqa: E402
 from tuner.study.effects.neighbours import neighbours  # noqa: E402
+from tuner.vocabulary import DEFAULT  # noqa: E402
 
 CASES = {"flat": 1.0, "hidden-gain": 1.08, "interaction": 1.07 * 1.025}  # the optimum
 WITHIN = 0.98

@@ -27,6 +27,8 @@ from urllib.parse import quote, quote_plus
 
 import yaml
 
+from tuner.vocabulary import DEFAULT
+
 REDACTED = "***"
 
 # A name is split into words (HF_TOKEN, --api-key, hfToken); a secret is named by its last
@@ -131,8 +133,6 @@ def _worth_scrubbing(value: str) -> bool:
 def tag_choices(choices: Sequence[Any]) -> list[Any]:
     """The choices of a secret param as tuner knows them: ``default`` stays, each other
     choice becomes ``***`` (one) or ``***1``, ``***2``... (several), in their order."""
-    from tuner.space.spec import DEFAULT  # lazy: storage and the launcher need no pydantic
-
     several = sum(1 for c in choices if c != DEFAULT) > 1
     numbers = itertools.count(1)
     return [

@@ -17,7 +17,7 @@ from tuner.bench.summary import (
     summarize,
 )
 from tuner.errors import ConfigError
-from tuner.space.spec import OBJECTIVE_METRICS
+from tuner.vocabulary import OBJECTIVE_METRICS
 
 
 def record(

@@ -5,19 +5,19 @@ bytes of each read, and the protocol decodes the response head, then a chunked, 
 ``Content-Length`` or an until-close body, splits the SSE events and classifies each one
 into the ``Exchange`` (token times, counts, usage, error). This is the client's per-token
 hot path (benchmarks/client_capacity.py measures it): the module-level aliases below save
-an attribute lookup per event. The pool that owns the connections is in tuner/bench/http.py.
+an attribute lookup per event. The pool that owns the connections is in tuner/bench/http.py;
+this module knows it only as an ``Owner`` (its clock, and where a connection goes when it
+is free or gone), so it never imports it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from tuner.bench import sse
-
-if TYPE_CHECKING:
-    from tuner.bench.http import Pool
 
 _perf = time.perf_counter
 _classify = sse.classify
@@ -69,10 +69,23 @@ class Exchange:
         self.timer: asyncio.TimerHandle | None = None
 
 
+class Owner(Protocol):
+    """What a connection needs from the pool that owns it (tuner/bench/http.py ``Pool``)."""
+
+    clock: Callable[[], float]
+    """Stamps each read (tuner/bench/clock.py)."""
+
+    def release(self, conn: StreamProtocol) -> None:
+        """``conn`` finished its exchange and may take another."""
+
+    def forget(self, conn: StreamProtocol) -> None:
+        """``conn`` is closed: never hand it out again."""
+
+
 class StreamProtocol(asyncio.Protocol):
     """One keep-alive connection; decodes a streamed response as it arrives."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Owner) -> None:
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.exchange: Exchange | None = None

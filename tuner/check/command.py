@@ -53,6 +53,13 @@ def python_module(argv: Sequence[str]) -> str | None:
     return None
 
 
+def python_script(argv: Sequence[str]) -> str | None:
+    """The script of a ``python SCRIPT.py ...`` command, else None."""
+    if len(argv) > 1 and is_python(argv[0]) and argv[1].endswith(".py"):
+        return argv[1]
+    return None
+
+
 def module_exists(module: str) -> bool:
     """Whether ``python -m module`` can find it, without importing it (vllm takes seconds)."""
     parts = module.split(".")
@@ -90,7 +97,7 @@ def command_prefix(argv: Sequence[str]) -> list[str]:
     i = 1
     if len(argv) > 2 and is_python(argv[0]) and argv[1] == "-m":
         i = 3
-    elif len(argv) > 1 and is_python(argv[0]) and argv[1].endswith(".py"):
+    elif python_script(argv) is not None:
         i = 2
     while i < len(argv) and re.fullmatch(r"[A-Za-z][\w-]*", argv[i]):
         i += 1

@@ -2,8 +2,9 @@
 
 vLLM lists only its option groups in ``--help``; every option, with its aliases, is in
 ``--help=all``, so a vLLM command is asked for that. The text is cached per command under
-``default_cache_dir()`` with a key that changes when the program is reinstalled, because
-reading vLLM's help imports torch (10 to 30 s). ``help_options`` and ``help_choices``
+``default_cache_dir()`` with a key that changes when the program is reinstalled (and, for
+a ``python SCRIPT.py`` server, when the script is edited), because reading vLLM's help
+imports torch (10 to 30 s). ``help_options`` and ``help_choices``
 pull the flags and their listed values out of argparse-style help text.
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.check.command import command_prefix, python_module
+from tuner.check.command import command_prefix, python_module, python_script
 
 HELP_TIMEOUT_S = 180.0
 """Reading vLLM's --help imports torch: 10 to 30 s on a small CPU."""
@@ -98,11 +99,19 @@ def default_cache_dir() -> Path:
 
 
 def _help_key(prefix: Sequence[str]) -> str:
-    """The command, plus what changes when it is reinstalled (so an upgrade reads --help anew)."""
+    """The command, plus what changes when it is reinstalled (so an upgrade reads --help
+    anew) or, for ``python SCRIPT.py``, when the script is edited: its file, modification
+    time and size."""
     stamps: list[str] = []
     exe = shutil.which(prefix[0]) or prefix[0]
     with contextlib.suppress(OSError):
         stamps.append(str(Path(exe).resolve().stat().st_mtime_ns))
+    script = python_script(prefix)
+    if script is not None:
+        with contextlib.suppress(OSError):
+            path = Path(script).resolve()  # from the working directory, as run_help runs it
+            stat = path.stat()
+            stamps += [str(path), str(stat.st_mtime_ns), str(stat.st_size)]
     module = python_module(prefix)
     if module is not None:
         with contextlib.suppress(ImportError, ValueError, AttributeError, OSError, IndexError):

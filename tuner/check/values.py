@@ -12,7 +12,8 @@ from collections.abc import Iterator, Sequence
 
 from tuner.check.command import command_prefix
 from tuner.space.settings import settings_from_params
-from tuner.space.spec import DEFAULT, ParamSpec, Scalar, Space
+from tuner.space.spec import ParamSpec, Scalar, Space
+from tuner.vocabulary import DEFAULT
 
 
 def param_values(param: ParamSpec) -> list[Scalar]:

@@ -159,8 +159,8 @@ def best(
 
     Exits 3 while the study has no answer yet (no completed trial).
     """
-    from tuner.views.best import FORMATS, best_report
-    from tuner.views.best_print import print_best
+    from tuner.views.best import best_report
+    from tuner.views.best_print import FORMATS, print_best
     from tuner.views.deploy import WHICH
     from tuner.views.study_access import resolve_study
 
@@ -272,9 +272,11 @@ def cleanup(
 
     Servers of dead workers on other hosts are named, not touched: run cleanup there.
     """
+    from tuner.storage.driver import require_driver
     from tuner.study.recovery import cleanup as run_cleanup
     from tuner.views.console import MessageObserver
 
+    require_driver(storage)  # optuna lists the studies first, and would fail with a traceback
     observer = MessageObserver(out)
     seen = run_cleanup(storage, study, observer)
     out.print(

@@ -82,6 +82,10 @@ def bench(
 
     check_format(fmt, TABLE_OR_JSON)
     limits = _capacity_limits(capacity or [])
+    if record:
+        from tuner.storage.driver import require_driver
+
+        require_driver(storage)  # before measuring, not after
     options = bench_command.BenchOptions(
         url=url,
         model=model,

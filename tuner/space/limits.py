@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tuner.space.spec import LATENCY_FAMILIES, LATENCY_STATS, THROUGHPUT_METRICS
+from tuner.vocabulary import LATENCY_FAMILIES, LATENCY_STATS, THROUGHPUT_METRICS
 
 LIMIT_SCALARS = (*THROUGHPUT_METRICS, "peak_output_throughput", "goodput", "error_rate")
 """Metrics without a statistic."""

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuner.space.spec import DEFAULT, Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
+from tuner.space.spec import Constraint, ParamSpec, Scalar, ServerSpec, SpaceSpec
+from tuner.vocabulary import DEFAULT
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import math
 
 from pydantic import Field, field_validator, model_validator
 
+from tuner.space.limits import check_limits, parse_limit
 from tuner.space.spec_base import StrictModel
 
 SLO_NAMES = ("ttft_ms", "tpot_ms", "e2el_ms")
@@ -62,8 +63,6 @@ class CapacitySpec(StrictModel):
     @field_validator("limits")
     @classmethod
     def _readable_limits(cls, value: list[str]) -> list[str]:
-        from tuner.space.limits import check_limits  # limits.py imports spec.py, which imports us
-
         return check_limits(value, level="forbidden")  # ValueError: what to write instead
 
     @model_validator(mode="after")
@@ -85,8 +84,6 @@ def check_slo_objective(
 ) -> None:
     """The objective or a limit names goodput or capacity only when the benchmark
     measures it (ValueError naming the key to add)."""
-    from tuner.space.limits import parse_limit
-
     names_goodput = metric == "goodput" or any(
         parse_limit(t).metric == "goodput" for t in subject_to
     )

@@ -6,11 +6,15 @@ what to optimise (``objective``), when to stop (``stop``) and, optionally, a che
 all-reduce probe to run before each launch (``probe``, docs/probe.md). Every error
 names the file, the key and what to do about it; see docs/space-file.md.
 
-About 500 lines, on purpose: one model per section of the file, with the validators that
+About 550 lines, on purpose: one model per section of the file, with the validators that
 tie sections together (a constraint naming a param, an objective level among the
-benchmark's), so that the whole contract of the space file reads in one place. The
-sections read by one package only live beside it: ``probe:`` in probe_spec.py, goodput and
-capacity in slo.py, ``objectives:`` resolved in objectives.py.
+benchmark's) and the steps of reading the file (the first of ``objectives:`` filling
+``objective``, a secret param's choices as tags), so that the whole contract of the space
+file reads in one place. The sections read by one package only live beside it:
+``probe:`` in probe_spec.py, goodput and capacity in slo.py, ``objectives:`` resolved in
+objectives.py; ``default`` and the metric names are tuner/vocabulary.py's. What this
+module imports never imports it back: the modules that read its models (settings.py,
+objectives.py, secret_params.py) sit above it.
 """
 
 from __future__ import annotations
@@ -24,25 +28,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tuner.errors import ConfigError
+from tuner.secrets import redact_argv, secret_param, tag_choices
+from tuner.space.limits import check_limits, parse_limit
 from tuner.space.probe_spec import ProbeSpec
 from tuner.space.slo import CapacitySpec, check_goodput, check_slo_objective
 from tuner.space.spec_base import StrictModel, argv_as_text, as_text
-
-DEFAULT = "default"
-"""The choice that means: leave the variable unset, leave the argument out."""
-
-# Objective metrics: the headline figures of a benchmark level, as `vllm bench serve`
-# names them. Throughputs are maximised, latencies minimised.
-THROUGHPUT_METRICS = ("output_throughput", "request_throughput", "total_throughput")
-LATENCY_FAMILIES = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
-LATENCY_STATS = ("mean", "p50", "p90", "p99")
-OBJECTIVE_METRICS: dict[str, Literal["maximize", "minimize"]] = {
-    **{name: "maximize" for name in THROUGHPUT_METRICS},
-    **{f"{fam}_{stat}": "minimize" for fam in LATENCY_FAMILIES for stat in LATENCY_STATS},
-    # tuner/space/slo.py: with benchmark.goodput / benchmark.capacity
-    "goodput": "maximize",
-    "capacity": "maximize",
-}
+from tuner.vocabulary import DEFAULT as DEFAULT  # re-exported: tuner/study reads it here
+from tuner.vocabulary import OBJECTIVE_METRICS
 
 
 def known_metric(value: str) -> str:
@@ -200,8 +192,6 @@ class ObjectiveSpec(StrictModel):
     @field_validator("subject_to")
     @classmethod
     def _readable_limits(cls, value: list[str]) -> list[str]:
-        from tuner.space.limits import check_limits  # limits.py imports this module's names
-
         return check_limits(value, level="required")  # ValueError: what to write instead
 
     @field_validator("metric")
@@ -310,9 +300,7 @@ class SpaceSpec(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _first_objective(cls, raw: Any) -> Any:
-        from tuner.space.objectives import merge_first_objective  # it reads this module's names
-
-        return merge_first_objective(raw)
+        return _merge_first_objective(raw)
 
     @field_validator("constraints", mode="before")
     @classmethod
@@ -383,8 +371,6 @@ class SpaceSpec(StrictModel):
 
 def _limit_levels(limits: list[str], levels: list[int]) -> None:
     """Every level an ``objective.subject_to`` limit names is a benchmark level."""
-    from tuner.space.limits import parse_limit
-
     for text in limits:
         level = parse_limit(text, level="required").level
         if isinstance(level, int) and level not in levels:
@@ -393,6 +379,44 @@ def _limit_levels(limits: list[str], levels: list[int]) -> None:
                 f"benchmark.concurrency runs {levels}: add {level} to benchmark.concurrency "
                 "or name one of those levels (or @* for every level)"
             )
+
+
+_OBJECTIVE_FIELDS = ("metric", "concurrency", "direction")
+
+
+def _merge_first_objective(raw: Any) -> Any:
+    """The raw space with ``objectives[0]``'s fields copied into ``objective`` (its
+    ``subject_to`` kept), so what reads one objective reads the first of several
+    (tuner/space/objectives.py resolves them all); ValueError, with the fix, for a list
+    that is not one."""
+    if not isinstance(raw, dict) or raw.get("objectives") is None:
+        return raw
+    items = raw["objectives"]
+    if not isinstance(items, list):
+        raise ValueError(
+            "objectives: write a list of items {metric, concurrency, direction}, e.g. "
+            "[{metric: output_throughput, concurrency: 1}, {metric: output_throughput, "
+            "concurrency: 64}]"
+        )
+    if len(items) < 2:
+        raise ValueError(
+            f"objectives lists {len(items)} item(s): several objectives need at least 2; for "
+            "one, write objective: {metric: ..., concurrency: ...} instead"
+        )
+    objective = raw.get("objective") or {}
+    if isinstance(objective, dict) and any(k in objective for k in _OBJECTIVE_FIELDS):
+        given = ", ".join(f"objective.{k}" for k in _OBJECTIVE_FIELDS if k in objective)
+        raise ValueError(
+            f"objectives and {given} are both set: use one of them (objectives: for several, "
+            "objective: for one); objective.subject_to may stay, it holds the limits of either"
+        )
+    first = items[0]
+    if not isinstance(objective, dict) or not isinstance(first, dict):
+        return raw
+    if first.get("metric") not in OBJECTIVE_METRICS:
+        return raw  # objectives[0].metric's own error says what to write
+    merged = {**objective, **{k: first[k] for k in _OBJECTIVE_FIELDS if first.get(k) is not None}}
+    return {**raw, "objective": merged}
 
 
 class Space(BaseModel):
@@ -449,15 +473,47 @@ def parse_space(raw: Any, path: Path) -> Space:
         spec = SpaceSpec.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_explain(path, exc)) from None
-    from tuner.space.secret_params import hide_secret_params  # it reads this module's models
-
     try:
-        hidden = hide_secret_params(spec)
+        hidden = _hide_secret_params(spec)
     except ValueError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     if hidden is None:
         return Space(spec=spec, path=path, study_name=spec.study or path.stem)
     return Space(spec=hidden, path=path, study_name=spec.study or path.stem, secret_spec=spec)
+
+
+def _hide_secret_params(spec: SpaceSpec) -> SpaceSpec | None:
+    """The spec with every secret param value tagged; None when it has no secret param.
+
+    A param such as ``env: HF_TOKEN`` or ``args: [--api-key, "{value}"]`` (tuner/secrets.py
+    ``secret_param``) has each choice but ``default`` as a tag (``***``, or ``***1``,
+    ``***2``), and a flag param's literal secret args (``args: [--hf-token, hf_abc]``)
+    read ``***``; only the launch puts the real values back
+    (tuner/space/secret_params.py). Raises ValueError (with the key) for a secret param
+    given as a range: a secret is a value to pass, not a number to search.
+    """
+    hidden: dict[str, ParamSpec] = {}
+    for name, param in spec.params.items():
+        update: dict[str, object] = {}
+        if secret_param(param.model_dump(exclude_none=True)):
+            if param.choices is None:
+                target = param.env or " ".join(param.args or ())
+                raise ValueError(
+                    f"params.{name}: {target} looks like a secret: list its value under "
+                    "'choices' (tuner stores it as ***), or set it in server.env"
+                )
+            tagged = tag_choices(param.choices)
+            if tagged != param.choices:
+                update["choices"] = tagged
+        if param.args is not None:
+            args = redact_argv(param.args)
+            if args != param.args:
+                update["args"] = args
+        if update:
+            hidden[name] = param.model_copy(update=update)
+    if not hidden:
+        return None
+    return spec.model_copy(update={"params": {**spec.params, **hidden}})
 
 
 def _explain(path: Path, exc: ValidationError) -> str:

@@ -28,6 +28,7 @@ from tuner.secrets import (
     sqlite_file,
 )
 from tuner.storage import schema
+from tuner.storage.driver import missing_driver
 from tuner.storage.tables import (
     ClaimRow,
     LaunchRow,
@@ -69,7 +70,9 @@ def make_engine(url: str) -> Engine:
 
             return engine
         return create_engine(url, pool_pre_ping=True)
-    except (SQLAlchemyError, ImportError) as exc:
+    except ImportError as exc:  # the URL's driver (tuner/storage/driver.py)
+        raise missing_driver(url, exc) from exc
+    except SQLAlchemyError as exc:
         raise StoreError(f"cannot open storage {_shown(url, exc)}") from exc
 
 

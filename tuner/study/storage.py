@@ -17,6 +17,7 @@ import sqlalchemy
 import sqlalchemy.exc
 
 from tuner.secrets import create_private_file, sqlite_file
+from tuner.storage.driver import missing_driver
 from tuner.storage.schema import ADVISORY_LOCK_KEY, lost_a_race
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
 
@@ -31,7 +32,8 @@ def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     alembic version row. On PostgreSQL they take turns under an advisory lock; elsewhere
     the loser of the race retries and finds them made. On SQLite optuna's engine waits for
     a busy database as long as tuner's own does (Python's default is 5 s), and a new
-    database file is owner-only.
+    database file is owner-only. A URL whose driver is not installed is a StoreError that
+    says how to install it (tuner/storage/driver.py).
     """
     path = sqlite_file(url)
     if path is not None:
@@ -48,6 +50,8 @@ def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
             if attempt == attempts - 1 or not lost_a_race(exc):
                 raise
             time.sleep(0.5 + random.random())
+        except ImportError as exc:  # the URL's driver: optuna's engine or the lock's
+            raise missing_driver(url, exc) from exc
     raise AssertionError("unreachable")
 
 

@@ -28,13 +28,8 @@ from tuner.study.probe_summary import ProbeSummary, probe_summary
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
-from tuner.views.deploy import (
-    DEPLOY_FORMATS,
-)
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.study_access import open_study
-
-FORMATS = ("table", "json", *DEPLOY_FORMATS)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from tuner.errors import ConfigError, NoAnswerError
 from tuner.study.probe_summary import ProbeSummary
-from tuner.views.best import FORMATS, BestReport, no_answer_sentence
+from tuner.views.best import BestReport, no_answer_sentence
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
@@ -21,6 +21,9 @@ from tuner.views.deploy import (
     deployment_text,
     line_notes,
 )
+
+FORMATS = ("table", "json", *DEPLOY_FORMATS)
+"""`tuner best --format`: the table, JSON, or one of the deployment formats (views/deploy.py)."""
 
 
 def print_best(

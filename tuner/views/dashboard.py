@@ -35,7 +35,10 @@ def run_dashboard(storage: str, port: int, artifacts: Path | None = None) -> int
     dashboard = _optuna_dashboard()
     from optuna.artifacts import FileSystemArtifactStore
 
+    from tuner.storage.driver import require_driver
     from tuner.views.report import artifact_dir
+
+    require_driver(storage)  # optuna-dashboard would fail on it with a traceback
 
     folder = artifacts or artifact_dir(storage)
     store = FileSystemArtifactStore(str(folder)) if folder.is_dir() else None

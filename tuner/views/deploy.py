@@ -27,7 +27,7 @@ from tuner.secrets import is_redacted
 from tuner.views import quoting
 from tuner.views.vllm_config import vllm_config_text, vllm_options
 
-if TYPE_CHECKING:  # best.py imports this module to render its report
+if TYPE_CHECKING:  # the type only: best.py imports the study and its analysis
     from tuner.views.best import ConfigEntry
 
 DEPLOY_FORMATS = ("env", "systemd", "args", "docker", "vllm-config")

@@ -17,6 +17,7 @@ import yaml
 from tuner.errors import ConfigError, StoreError
 from tuner.secrets import safe_url, scrub_url
 from tuner.space.spec import Space, load_space, parse_space
+from tuner.storage.driver import missing_driver
 from tuner.storage.store import Store
 
 
@@ -53,6 +54,8 @@ def _all_studies(storage: str) -> list[optuna.study.StudySummary]:
         )
     try:
         return optuna.get_all_study_summaries(storage=storage, include_best_trial=False)
+    except ImportError as exc:  # optuna's engine: the URL's driver is not installed
+        raise missing_driver(storage, exc) from exc
     except Exception as exc:  # optuna raises several storage-specific errors
         raise StoreError(
             f"cannot read studies from {safe_url(storage)}: {scrub_url(str(exc), storage)}"

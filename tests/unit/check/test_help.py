@@ -6,8 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from tests.unit.check.helpers import FakeHelp, messages, run_check
-from tuner.check import server_help
+from tests.unit.check.helpers import PLAIN_HELP, FakeHelp, messages, run_check, space_file
+from tuner.check import check_space, server_help
+from tuner.space.spec import load_space
 
 
 def test_the_help_is_read_once_and_cached_per_command(tmp_path: Path) -> None:
@@ -47,3 +48,43 @@ def test_a_help_that_cannot_be_read_is_a_warning_not_an_error(tmp_path: Path) ->
     report = run_check(tmp_path, FakeHelp(code=None))
     assert "did not finish" in messages(report, "warning")
     assert not list((tmp_path / "cache").glob("*.json"))  # a failure is not cached
+
+
+SCRIPT = """import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--port")
+{more}parser.parse_args()
+"""
+
+
+def test_a_python_script_is_read_again_once_it_is_edited(tmp_path: Path) -> None:
+    # `python my_server.py`: the cache key holds the script's file, modification time
+    # and size, so a flag added to the script is seen without clearing the cache.
+    script = tmp_path / "my_server.py"
+    script.write_text(SCRIPT.format(more=""))
+    command = ["{python}", str(script), "--port", "{port}", "--new-flag", "1"]
+    report = check_space(
+        load_space(space_file(tmp_path, command=command)),
+        storage=f"sqlite:///{tmp_path}/check.db",
+        help_cache_dir=tmp_path / "cache",
+    )
+    assert "server.command: the server does not accept '--new-flag'" in messages(report, "error")
+    script.write_text(SCRIPT.format(more='parser.add_argument("--new-flag")\n'))
+    report = check_space(
+        load_space(space_file(tmp_path, command=command)),
+        storage=f"sqlite:///{tmp_path}/check.db",
+        help_cache_dir=tmp_path / "cache",
+    )
+    assert "--new-flag" not in messages(report, "error"), messages(report, "error")
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2  # one per version of it
+
+
+def test_the_same_script_is_read_once(tmp_path: Path) -> None:
+    script = tmp_path / "my_server.py"
+    script.write_text(SCRIPT.format(more=""))
+    reader = FakeHelp(text=PLAIN_HELP)
+    for _ in range(2):
+        server_help(
+            [sys.executable, str(script), "--port", "1"], {}, cache_dir=tmp_path, read_help=reader
+        )
+    assert len(reader.calls) == 1
