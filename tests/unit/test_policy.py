@@ -1,0 +1,322 @@
+"""tuner/study/policy/next_launch.py: the order of decisions, from hand-made snapshots.
+
+No optuna and no database: the study's launches are LaunchRow objects made in memory and
+analysed as the store's would be, the trials are TrialView values, and each decision is
+read as a value (launches, stop, state) before anything would be applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tuner.space.settings import baseline_params, settings_from_params
+from tuner.space.spec import Scalar, Space, parse_space
+from tuner.storage import LaunchRow, LaunchStatus
+from tuner.study import attrs
+from tuner.study.facts.analysis import analyze
+from tuner.study.policy import next_launch
+from tuner.study.policy.decisions import Launch
+from tuner.study.policy.goal import goal_for
+from tuner.study.policy.snapshot import Snapshot
+from tuner.study.state import ProbeMemory, StudyState, TrialView
+
+SPACE = {
+    "study": "p",
+    "server": {"command": ["srv", "--port", "{port}"]},
+    "params": {
+        "NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL", "Simple"]},
+        "compilation": {"args": ["-O{value}"], "choices": ["default", 0, 3]},
+    },
+    "stop": {"patience": 3, "min_gain": 0.01, "baseline_launches": 2, "confirmations": 1},
+}
+
+
+def _space(**changes: Any) -> Space:
+    return parse_space({**SPACE, **changes}, Path("p.yaml"))
+
+
+def _params(space: Space, **changed: Scalar) -> dict[str, Scalar]:
+    return {**baseline_params(space.spec), **changed}
+
+
+class Study:
+    """Launches and trials built by hand, in the order they ran."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+        self.rows: list[LaunchRow] = []
+        self.trials: list[TrialView] = []
+
+    def launch(
+        self,
+        role: str,
+        rounds: Sequence[float] | None,
+        *,
+        proposer: str | None = None,
+        status: str = LaunchStatus.COMPLETE,
+        **changed: Scalar,
+    ) -> int:
+        params = _params(self.space, **changed)
+        config = settings_from_params(self.space.spec, params).config_hash
+        number = len(self.trials)
+        state = {"complete": "COMPLETE", "pruned": "PRUNED", "failed": "FAIL"}[status]
+        self.trials.append(
+            TrialView(number, state, role, proposer, config, launched=True, worker="w")
+        )
+        self.rows.append(
+            LaunchRow(
+                id=number + 1,
+                trial_number=number,
+                role=role,
+                config_hash=config,
+                params=params,
+                status=status,
+                objective_rounds=list(rounds) if rounds is not None else None,
+            )
+        )
+        return number
+
+    def wait(self, role: str, **changed: Scalar) -> None:
+        config = settings_from_params(self.space.spec, _params(self.space, **changed)).config_hash
+        self.trials.append(TrialView(len(self.trials), "WAITING", role, None, config))
+
+    def snapshot(self, **more: Any) -> Snapshot:
+        """The study now; ``more``: Snapshot fields (budget 30, seed 0, the last trial)."""
+        facts = analyze(None, self.space, rows=self.rows)  # type: ignore[arg-type]
+        fields: dict[str, Any] = {"budget": 30, "seed": 0, "finished": len(self.trials) - 1}
+        fields.setdefault("state", StudyState())
+        fields.update(more)
+        return Snapshot(spec=self.space.spec, facts=facts, trials=tuple(self.trials), **fields)
+
+
+def _baselines(study: Study, value: float = 100.0) -> None:
+    study.launch(attrs.BASELINE, [value, value * 1.001, value * 0.999])
+    study.launch(attrs.BASELINE, [value * 1.002, value, value * 1.001])
+
+
+def _changed(launch: Launch) -> Mapping[str, Scalar]:
+    return {k: v for k, v in launch.params.items() if v != "default"}
+
+
+def test_a_new_study_opens_with_the_baseline_launches_each_claimed_once() -> None:
+    space = _space()
+    study = Study(space)
+    decision = next_launch.opening(study.snapshot(finished=None), goal_for(space.spec))
+    assert [(launch.role, launch.claim) for launch in decision.launches] == [
+        (attrs.BASELINE, ("baseline", "0")),
+        (attrs.BASELINE, ("baseline", "1")),
+    ]
+    assert decision.stop is None
+
+
+def test_a_resumed_study_queues_only_the_baseline_launches_it_lacks() -> None:
+    space = _space()
+    study = Study(space)
+    study.launch(attrs.BASELINE, [100.0, 100.1, 99.9])
+    study.launch(attrs.BASELINE, None, status=LaunchStatus.FAILED)  # slot 1 failed
+    decision = next_launch.opening(study.snapshot(finished=None), goal_for(space.spec))
+    assert [launch.claim for launch in decision.launches if launch.role == attrs.BASELINE] == [
+        ("baseline", "2")
+    ]
+
+
+def test_retries_of_a_dead_workers_trials_come_before_everything() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    retry = Launch(_params(space, compilation=3), attrs.SEARCH, {attrs.RETRY_OF: 1})
+    decision = next_launch.opening(
+        study.snapshot(finished=None, retries=(retry,)), goal_for(space.spec)
+    )
+    assert decision.launches[0] is retry
+    assert len(decision.launches) == 1  # a waiting trial: no proposal beside it
+
+
+def test_what_looks_better_is_confirmed_before_any_new_search_launch() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(attrs.SEARCH, [110.0, 110.1, 109.9], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    decision = next_launch.after_trial(study.snapshot(), goal_for(space.spec))
+    assert [(launch.role, _changed(launch)) for launch in decision.launches] == [
+        (attrs.CONFIRM, {"NCCL_PROTO": "LL"})
+    ]
+    claim = decision.launches[0].claim
+    assert claim is not None and claim[0] == "confirm" and claim[1].endswith(":1")
+    assert decision.stop is None
+
+
+def test_with_nothing_to_confirm_the_local_search_proposes_and_says_it_is_not_done() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    decision = next_launch.after_trial(study.snapshot(), goal_for(space.spec))
+    (launch,) = decision.launches
+    assert launch.role == attrs.SEARCH and launch.extra_attrs[attrs.PROPOSER] == attrs.LOCAL
+    assert _changed(launch)  # a change to the defaults
+    assert decision.local_done is False
+    assert decision.state is not None and decision.state.incumbent is not None
+
+
+def test_a_waiting_trial_means_no_proposal() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.wait(attrs.SEARCH, compilation=3)
+    decision = next_launch.after_trial(study.snapshot(), goal_for(space.spec))
+    assert decision.launches == () and decision.stop is None and decision.local_done is None
+
+
+def test_the_probes_nominee_goes_before_the_local_search_once() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    probe = ProbeMemory(finding={"frozen": [], "nominee": {"NCCL_PROTO": "LL"}})
+    decision = next_launch.after_trial(
+        study.snapshot(state=StudyState(probe=probe)), goal_for(space.spec)
+    )
+    (launch,) = decision.launches
+    assert launch.extra_attrs[attrs.PROPOSER] == attrs.NOMINEE
+    assert _changed(launch) == {"NCCL_PROTO": "LL"}
+    assert decision.state is not None and decision.state.probe.nominated
+
+
+def test_a_plateau_first_queues_the_simpler_form_of_the_best_then_stops() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(
+        attrs.SEARCH, [120.0, 120.1, 119.9], proposer=attrs.LOCAL, NCCL_PROTO="LL", compilation=3
+    )
+    study.launch(attrs.CONFIRM, [120.1, 120.0, 119.8], NCCL_PROTO="LL", compilation=3)
+    best = study.trials[-1].config
+    for value in (0, 3):  # three search trials without a gain: patience 3 used up
+        study.launch(
+            attrs.SEARCH,
+            [100.0, 100.1, 99.9],
+            proposer=attrs.LOCAL,
+            NCCL_PROTO="Simple",
+            compilation=value,
+        )
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, NCCL_PROTO="Simple")
+    state = StudyState(incumbent=best, last_gain_trial=3)
+    decision = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert decision.stop is None
+    (launch,) = decision.launches
+    assert launch.role == attrs.SIMPLIFY and launch.copies == 2
+    assert launch.claim == ("simplify", best)
+    assert decision.state is not None and best in decision.state.simplified
+    # Once simplified (and nothing pending), the same plateau stops the study.
+    done = StudyState(incumbent=best, last_gain_trial=3, simplified=(best,))
+    stopped = next_launch.after_trial(study.snapshot(state=done), goal_for(space.spec))
+    assert stopped.stop is not None and stopped.stop.reason == attrs.PLATEAU
+    assert "in 3 trials" in stopped.stop.detail and stopped.launches == ()
+
+
+def test_the_budget_stops_the_study_and_drops_what_it_would_have_confirmed() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(attrs.SEARCH, [110.0, 110.1, 109.9], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    decision = next_launch.after_trial(study.snapshot(budget=3), goal_for(space.spec))
+    assert decision.stop is not None and decision.stop.reason == attrs.BUDGET
+    assert decision.stop.whole_study and decision.launches == ()
+
+
+def test_a_workers_own_budget_stops_it_alone_and_keeps_its_claimed_launches() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(attrs.SEARCH, [110.0, 110.1, 109.9], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    decision = next_launch.after_trial(
+        study.snapshot(worker="w", worker_budget=3), goal_for(space.spec)
+    )
+    assert decision.stop is not None and decision.stop.reason == attrs.WORKER_BUDGET
+    assert not decision.stop.whole_study
+    assert [launch.role for launch in decision.launches] == [attrs.CONFIRM]  # the others run it
+
+
+def test_another_workers_stop_stops_this_one_before_anything_else() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    state = StudyState(stopped_by="other:1:2#9", stop_reason="plateau", stop_detail="done")
+    decision = next_launch.after_trial(
+        study.snapshot(state=state, stop_seen=None), goal_for(space.spec)
+    )
+    assert decision.stop is not None and not decision.stop.whole_study
+    assert (
+        decision.stop.reason == "plateau" and "stopped by worker other:1:2" in decision.stop.detail
+    )
+    assert decision.launches == ()
+
+
+def test_every_param_frozen_by_the_probe_stops_with_its_sentence() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    probe = ProbeMemory(
+        finding={"frozen": ["NCCL_PROTO", "compilation"], "sentence": "cannot help"}
+    )
+    decision = next_launch.after_trial(
+        study.snapshot(state=StudyState(probe=probe)), goal_for(space.spec)
+    )
+    assert decision.stop is not None and decision.stop.reason == attrs.PROBE_FROZE_ALL
+    assert decision.stop.detail == "cannot help; keep the defaults"
+
+
+def test_the_grid_left_open_all_tried_is_exhausted_once_no_trial_waits() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    for value in (0, 3):
+        study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=value)
+    probe = ProbeMemory(finding={"frozen": ["NCCL_PROTO"]})
+    snap = study.snapshot(state=StudyState(probe=probe))
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert decision.stop is not None and decision.stop.reason == attrs.EXHAUSTED
+    assert "(3; no longer searched: NCCL_PROTO)" in decision.stop.detail
+    study.wait(attrs.SEARCH, compilation=0)
+    waiting = next_launch.after_trial(
+        study.snapshot(state=StudyState(probe=probe)), goal_for(space.spec)
+    )
+    assert waiting.stop is None
+
+
+def test_the_budgets_last_launches_go_to_the_checks_before_the_answer() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(
+        attrs.SEARCH, [120.0, 120.1, 119.9], proposer=attrs.LOCAL, NCCL_PROTO="LL", compilation=3
+    )
+    study.launch(attrs.CONFIRM, [120.1, 120.0, 119.8], NCCL_PROTO="LL", compilation=3)
+    best = study.trials[-1].config
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
+    snap = study.snapshot(
+        budget=len(study.rows) + 2, state=StudyState(incumbent=best, last_gain_trial=3)
+    )
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert [(launch.role, _changed(launch)) for launch in decision.launches] == [
+        (attrs.SIMPLIFY, {"NCCL_PROTO": "LL"})  # -O3 did nothing alone: dropped
+    ]
+    assert decision.stop is None
+
+
+def test_several_objectives_never_propose_simplify_nor_prune() -> None:
+    several = _space(
+        objectives=[
+            {"metric": "output_throughput", "concurrency": 1},
+            {"metric": "ttft_ms_p99", "concurrency": 1, "direction": "minimize"},
+        ]
+    )
+    goal = goal_for(several.spec)
+    assert goal.tpe_only
+    study = Study(_space())  # the same launches a single objective would propose after
+    _baselines(study)
+    snap = study.snapshot()
+    assert goal.proposal(snap)[0] == [] and goal.final_checks(snap)[0] == []
+    assert goal.futile_chance(snap) is None and goal.prune_check(snap.facts) is None
+    assert goal_for(snap.spec).proposal(snap)[0] != []
