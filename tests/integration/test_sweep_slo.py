@@ -101,7 +101,7 @@ def test_under_the_limit_the_latency_breaking_setting_is_never_recommended(
     storage, result = _sweep(tmp_path, [LIMIT])
     tried = [c for c in result.configs.values() if c.params[BATCHED] == 16384]
     assert tried, "the search never tried the setting the limit is about"
-    verdicts = [result.limit_verdict(config) for config in tried]
+    verdicts = [result.limit_status(config) for config in tried]
     assert "feasible" not in verdicts and "infeasible" in verdicts
     # Each launch's TTFT minus the limit is its optuna constraint, which TPE reads.
     trials = optuna.load_study(study_name="slo", storage=storage).get_trials(deepcopy=False)

@@ -1,4 +1,4 @@
-"""Limits on a study (objective.subject_to): the space file, the verdicts, the answer."""
+"""Limits on a study (objective.subject_to): the space file, the statuses, the answer."""
 
 from __future__ import annotations
 
@@ -151,26 +151,26 @@ def test_limits_at_a_level_and_at_every_level_load(tmp_path: Path) -> None:
     assert space.spec.objective.subject_to == limits
 
 
-# --- verdicts ---------------------------------------------------------------------------
+# --- statuses ---------------------------------------------------------------------------
 
 
-def test_verdicts_feasible_infeasible_and_uncertain(tmp_path: Path) -> None:
+def test_statuses_feasible_infeasible_and_uncertain(tmp_path: Path) -> None:
     close = [(5300.0, 97.0), (5310.0, 103.0), (5290.0, 99.0)]  # mean 99.7: at the limit
     result = _analysis(tmp_path, [*STUDY, ({"batched": 16384, "seqs": 256}, close)])
-    verdicts = {
+    statuses = {
         json.dumps(c.changed, sort_keys=True): result.limit_checks[c.config_hash]
         for c in result.configs.values()
     }
-    assert verdicts["{}"].verdict == "feasible"
-    assert verdicts[json.dumps(SEQS)].verdict == "feasible"
-    slow = verdicts[json.dumps(BATCHED)]
-    assert slow.verdict == "infeasible"
+    assert statuses["{}"].status == "feasible"
+    assert statuses[json.dumps(SEQS)].status == "feasible"
+    slow = statuses[json.dumps(BATCHED)]
+    assert slow.status == "infeasible"
     (check,) = slow.broken
     assert check.mean == pytest.approx(160.0)
     assert check.excess == pytest.approx(0.6)
     assert check.bounds is not None and check.bounds[0] > 100  # even the lower bound
-    both = verdicts[json.dumps({"batched": 16384, "seqs": 256}, sort_keys=True)]
-    assert both.verdict == "uncertain"
+    both = statuses[json.dumps({"batched": 16384, "seqs": 256}, sort_keys=True)]
+    assert both.status == "uncertain"
     assert both.checks[0].bounds is not None
     low, high = both.checks[0].bounds
     assert low < 100 < high

@@ -7,5 +7,5 @@ tuner/space/probe_spec.py (``ProbeSpec``); this package holds the rest, one job 
 ``run`` (run a probe argv, parse its JSON), ``screen`` (the pure statistics: is a probe
 slower than the default's, can NCCL settings move the objective at all, the floor),
 ``allreduce`` (`tuner probe allreduce`, torch.distributed) and ``nccl_tests`` (an adapter
-for nccl-tests' ``all_reduce_perf``). The sweep's use of it is tuner/study/probing.py.
+for nccl-tests' ``all_reduce_perf``). The sweep's use of it is tuner/study/run/probe.py.
 """

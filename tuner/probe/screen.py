@@ -3,7 +3,7 @@
 - ``compare_probe``: Welch's test of a configuration's probe against the default's at one
   size, on the relative difference of the mean times (delta method, Satterthwaite dof).
   ``slower`` when the interval lies above zero: such a configuration is not launched.
-- ``nccl_verdict``: whether NCCL settings can move the objective by ``min_gain``. A
+- ``nccl_finding``: whether NCCL settings can move the objective by ``min_gain``. A
   setting's gain on the all-reduce time moves a decode step by that gain times the share
   of the step spent in all-reduce (``comm_share``). A param can help when the optimistic
   end of its best value's interval, times the share, reaches min_gain; the params that
@@ -123,7 +123,7 @@ class ParamOutlook:
 
 
 @dataclass(frozen=True)
-class NcclVerdict:
+class NcclFinding:
     """Can NCCL settings move the objective by min_gain at these sizes?"""
 
     comm_share: float
@@ -140,7 +140,7 @@ class NcclVerdict:
     or, where the params are kept together, those significantly faster."""
     nominee: Mapping[str, str] = field(default_factory=dict)
     """Each param not frozen at its significantly fastest open value: the probe's best
-    guess at the NCCL setting, launched before the local search (tuner/study/probing.py)."""
+    guess at the NCCL setting, launched before the local search (tuner/study/run/probe.py)."""
 
     @property
     def can_help(self) -> bool:
@@ -194,13 +194,13 @@ class NcclVerdict:
         }
 
 
-def nccl_verdict(
+def nccl_finding(
     by_param: Mapping[str, Mapping[str, ProbeComparison | str]],
     *,
     comm_share: float,
     min_gain: float,
     together: ProbeComparison | None = None,
-) -> NcclVerdict:
+) -> NcclFinding:
     """Which NCCL params cannot help; ``by_param`` maps each param's values to their probe
     comparison, or to the error of a probe that failed (such a value cannot help).
 
@@ -262,7 +262,7 @@ def nccl_verdict(
         fastest_open = _fastest({v: measured[v] for v in open_values[outlook.name]})
         if fastest_open is not None:
             nominee[outlook.name] = fastest_open[0]
-    return NcclVerdict(
+    return NcclFinding(
         comm_share=comm_share,
         min_gain=min_gain,
         params=tuple(outlooks),
@@ -275,13 +275,13 @@ def nccl_verdict(
 
 
 def together_values(
-    by_param: Mapping[str, Mapping[str, ProbeComparison | str]], verdict: NcclVerdict
+    by_param: Mapping[str, Mapping[str, ProbeComparison | str]], finding: NcclFinding
 ) -> dict[str, str]:
     """The params that cannot help alone but are significantly faster at some value, each
     at its fastest such value: the setting to probe at once when their gains, summed,
-    reach min_gain (see ``nccl_verdict``'s ``together``)."""
+    reach min_gain (see ``nccl_finding``'s ``together``)."""
     out = {}
-    for outlook in verdict.params:
+    for outlook in finding.params:
         fastest = _fastest(by_param[outlook.name])
         if not outlook.can_help and fastest is not None:
             out[outlook.name] = fastest[0]

@@ -187,7 +187,7 @@ class ObjectiveSpec(StrictModel):
     direction: Literal["maximize", "minimize"] | None = None  # default: from the metric
     subject_to: list[str] = Field(default_factory=list)
     """Limits a recommended configuration must meet, e.g. ``ttft_ms.p99@64 <= 2000``
-    (tuner/space/limits.py parses them; tuner/study/feasibility.py judges them)."""
+    (tuner/space/limits.py parses them; tuner/study/facts/feasibility.py judges them)."""
 
     @field_validator("subject_to")
     @classmethod
@@ -224,7 +224,7 @@ class StopSpec(StrictModel):
     # While the confirmations leave the verdict open (it still looks better, but not yet
     # significantly), launch it again, up to this many confirmations in all.
     max_confirmations: int | None = Field(default=None, ge=0)
-    # The futility stop (tuner/study/futility.py): stop searching before the patience is
+    # The futility stop (tuner/study/policy/futility.py): stop searching before the patience is
     # used up when the model gives every step from the best less than this chance of
     # beating it by min_gain. 0 turns it off.
     futility: float = Field(default=0.05, ge=0, lt=1)

@@ -35,7 +35,7 @@ PROPOSER: Final = "tuner_proposer"
 CONSTRAINTS: Final = "tuner_constraints"
 """Of a launched trial: per ``objective.subject_to`` limit (its text), this launch's value
 minus the limit (<= 0 meets it). The same values are the trial's optuna constraints
-(``Trial.set_constraint``), which optuna's samplers read (tuner/study/sweep.py)."""
+(``Trial.set_constraint``), which optuna's samplers read (tuner/study/run/trial.py)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
 VERDICT: Final = "tuner_verdict"
 """Of a trial: its launch against the defaults when it was measured (study/verdicts.py).
@@ -50,7 +50,7 @@ LAST_GAIN_TRIAL: Final = "tuner_last_gain_trial"
 """The trial number at which the incumbent last improved beyond the noise."""
 RECOMMENDABLE: Final = "tuner_recommendable"
 """Several objectives: the configurations that beat the defaults on one objective and are
-worse on none, on the front (tuner/study/pareto_sweep.py); a new member resets patience."""
+worse on none, on the front (tuner/study/policy/pareto_goal.py); a new member resets patience."""
 SIMPLIFIED: Final = "tuner_simplified"
 """The best configurations a simpler form was already launched for."""
 STOP_REASON: Final = "stop_reason"
@@ -66,9 +66,9 @@ VERDICTS: Final = "tuner_verdicts"
 REPORT_ARTIFACT: Final = "tuner_report_artifact"
 """Of the study: the optuna artifact id of the latest HTML report (`tuner report`)."""
 PLAN: Final = "tuner_plan"
-"""The cost plan, said once after the baseline launches (tuner/study/plan.py, to_json)."""
+"""The cost plan, said once after the baseline launches (tuner/study/facts/plan.py, to_json)."""
 
-# --- the probe (tuner/study/probing.py, docs/probe.md) -----------------------------------
+# --- the probe (tuner/study/run/probe.py, docs/probe.md) -----------------------------------
 PROBE: Final = "tuner_probe"
 """Of a trial: its probe against the default's at the objective's size (numbers, verdict)."""
 PROBES: Final = "tuner_probes"

@@ -2,7 +2,7 @@
 
 ``objectives`` lists what the study optimises (one entry, or one per item of
 ``objectives:``); ``limits_answer`` judges the baseline, the best and the recommended configuration
-against ``objective.subject_to`` (tuner/study/feasibility.py) and names the configurations
+against ``objective.subject_to`` (tuner/study/facts/feasibility.py) and names the configurations
 the limits left out that beat the recommendation on the objective: which limit each broke,
 and by how much.
 """
@@ -94,7 +94,7 @@ def limits_answer(
     left_out = []
     for config in sorted(result.configs.values(), key=lambda c: -sign * c.estimate.mean):
         judged = result.limit_checks.get(config.config_hash)
-        if judged is None or judged.verdict == "feasible":
+        if judged is None or judged.status == "feasible":
             continue
         if recommended is not None and sign * config.estimate.mean <= sign * (
             recommended.estimate.mean
@@ -107,7 +107,7 @@ def limits_answer(
                 trial=trial,
                 changed=dict(config.changed),
                 value=config.estimate.mean,
-                verdict=judged.verdict,
+                verdict=judged.status,
                 checks=[c.to_json() for c in judged.checks],
                 text=f"trial {trial} [{what}]: {judged.describe()}",
             )

@@ -1,6 +1,6 @@
 """`tuner best` with several objectives: the front of trusted configurations, and why.
 
-``pareto_view`` turns a study's front (tuner/study/pareto.py) into rows: each trusted
+``pareto_view`` turns a study's front (tuner/study/facts/pareto.py) into rows: each trusted
 configuration with every objective's value and interval, whether it is statistically
 non-dominated and by whom it is dominated, and whether it is recommendable (non-dominated,
 better than the defaults on one objective, worse on none). ``ParetoView.to_json`` is the

@@ -11,7 +11,7 @@ from tuner.probe.screen import (
     comm_share,
     compare_probe,
     floor_tokens_per_s,
-    nccl_verdict,
+    nccl_finding,
     together_values,
 )
 
@@ -60,7 +60,7 @@ def _cmp(gain: float, half: float = 0.002) -> ProbeComparison:
 
 
 def test_nccl_cannot_help_when_the_best_gain_times_the_share_is_below_min_gain() -> None:
-    verdict = nccl_verdict(
+    verdict = nccl_finding(
         {
             "NCCL_PROTO": {"LL": _cmp(0.005), "Simple": _cmp(-0.025)},
             "NCCL_MAX_NCHANNELS": {"16": _cmp(0.003), "4": _cmp(-0.004)},
@@ -78,7 +78,7 @@ def test_nccl_cannot_help_when_the_best_gain_times_the_share_is_below_min_gain()
 
 
 def test_a_param_whose_best_value_can_move_the_objective_stays_searchable() -> None:
-    verdict = nccl_verdict(
+    verdict = nccl_finding(
         {"NCCL_PROTO": {"LL": _cmp(0.075)}, "NCCL_BUFFSIZE": {"16777216": _cmp(0.0)}},
         comm_share=0.67,
         min_gain=0.01,
@@ -90,7 +90,7 @@ def test_a_param_whose_best_value_can_move_the_objective_stays_searchable() -> N
 
 
 def test_the_optimistic_end_of_a_noisy_probe_keeps_a_param_searchable() -> None:
-    verdict = nccl_verdict(
+    verdict = nccl_finding(
         {"NCCL_PROTO": {"LL": _cmp(0.004, half=0.02)}}, comm_share=0.67, min_gain=0.01
     )
     assert verdict.frozen == frozenset()
@@ -98,7 +98,7 @@ def test_the_optimistic_end_of_a_noisy_probe_keeps_a_param_searchable() -> None:
 
 def test_several_small_significant_gains_together_keep_their_params() -> None:
     by_param = {f"P{i}": {"v": _cmp(0.01)} for i in range(3)} | {"Q": {"v": _cmp(0.0)}}
-    verdict = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01)
+    verdict = nccl_finding(by_param, comm_share=0.5, min_gain=0.01)
     # alone each moves the objective by (1% + 0.2%) x 0.5 < 1%; together 1.5%
     assert verdict.combined_gain == pytest.approx(0.015)
     assert verdict.frozen == {"Q"}
@@ -109,20 +109,20 @@ def test_small_gains_are_kept_only_when_their_probe_at_once_reaches_min_gain() -
     by_param = {
         f"P{i}": {"a": _cmp(0.012), "b": _cmp(0.004), "c": _cmp(-0.01)} for i in range(3)
     } | {"Q": {"v": _cmp(0.0)}}
-    summed = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01)
+    summed = nccl_finding(by_param, comm_share=0.5, min_gain=0.01)
     assert summed.combined_gain == pytest.approx(0.018)
     assert together_values(by_param, summed) == {"P0": "a", "P1": "a", "P2": "a"}
     # Probed at once they are 1% faster at all-reduce: 0.5% of the objective, frozen.
-    weak = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.01))
+    weak = nccl_finding(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.01))
     assert weak.combined_gain == pytest.approx(0.005)
     assert weak.frozen == {"P0", "P1", "P2", "Q"} and not weak.can_help
     # 3% faster at once: 1.5% of the objective, so the three stay searchable.
-    strong = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
+    strong = nccl_finding(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
     assert strong.frozen == {"Q"}
 
 
 def test_an_open_param_keeps_only_the_values_that_can_help_and_nominates_the_fastest() -> None:
-    verdict = nccl_verdict(
+    verdict = nccl_finding(
         {
             # LL and LL128 can each move the objective by min_gain; Simple is slower.
             "NCCL_PROTO": {"LL": _cmp(0.075), "LL128": _cmp(0.03), "Simple": _cmp(-0.02)},
@@ -144,7 +144,7 @@ def test_an_open_param_keeps_only_the_values_that_can_help_and_nominates_the_fas
 
 def test_params_kept_together_keep_their_significantly_faster_values() -> None:
     by_param = {f"P{i}": {"a": _cmp(0.012), "b": _cmp(0.001), "c": _cmp(-0.01)} for i in range(3)}
-    verdict = nccl_verdict(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
+    verdict = nccl_finding(by_param, comm_share=0.5, min_gain=0.01, together=_cmp(0.03))
     assert verdict.frozen == frozenset()
     assert verdict.open_values == {f"P{i}": ("a",) for i in range(3)}
     assert verdict.nominee == {f"P{i}": "a" for i in range(3)}

@@ -57,7 +57,7 @@ class StudyAnalysis:
     """Each configuration against the space's ``objective.subject_to``; empty without limits."""
     objective_estimates: ObjectiveEstimates | None = None
     """With several objectives (``objectives:``), each configuration on every one of them
-    (tuner/study/pareto.py judges them); None with one."""
+    (tuner/study/facts/pareto.py judges them); None with one."""
 
     @property
     def direction(self) -> stats.Direction:
@@ -71,14 +71,14 @@ class StudyAnalysis:
         """Trusted enough to be the best: the baseline, or launched 1 + confirmations times."""
         return config.is_baseline or len(config.launches) >= 1 + self.space.spec.stop.confirmations
 
-    def limit_verdict(self, config: ConfigResult) -> feasibility.LimitVerdict:
+    def limit_status(self, config: ConfigResult) -> feasibility.LimitStatus:
         """``feasible`` (always, without limits), ``infeasible`` or ``uncertain``."""
         judged = self.limit_checks.get(config.config_hash)
-        return judged.verdict if judged is not None else "feasible"
+        return judged.status if judged is not None else "feasible"
 
     def eligible(self, config: ConfigResult) -> bool:
         """May be the best or the recommendation: meets every limit beyond noise."""
-        return self.limit_verdict(config) == "feasible"
+        return self.limit_status(config) == "feasible"
 
     def eligible_hash(self, config_hash: str) -> bool:
         config = self.configs.get(config_hash)
@@ -119,9 +119,9 @@ class StudyAnalysis:
             baseline_key=baseline.config_hash,
         )
         judged = self.limit_checks.get(baseline.config_hash)
-        if judged is None or judged.verdict == "feasible":
+        if judged is None or judged.status == "feasible":
             return rec
-        may = "break" if judged.verdict == "infeasible" else "may break"
+        may = "break" if judged.status == "infeasible" else "may break"
         return dataclasses.replace(
             rec, reason=f"the defaults {may} {judged.describe()}; so {rec.reason}"
         )

@@ -5,7 +5,7 @@ like the objective (docs/statistics.md, "Limits"): each launch gives one value p
 the mean over its rounds of the metric at the limit's level (``@*``: the worst level of
 each round); a configuration's launches are pooled by stats.config_estimate with the
 between-launch noise of *that metric*, measured over every configuration launched more than
-once (a configuration launched once borrows it, as the objective does). The verdict, at
+once (a configuration launched once borrows it, as the objective does). The status, at
 the study's confidence ``c``, from one-sided bounds (a two-sided interval at ``2c - 1``):
 
 - ``feasible``: the bound on the far side of the limit meets it (for ``<=``: the upper
@@ -13,7 +13,7 @@ the study's confidence ``c``, from one-sided bounds (a two-sided interval at ``2
 - ``infeasible``: even the near bound breaks it (for ``<=``: the lower bound is above it),
   or a launch had a level with no successful request (the metric is NaN);
 - ``uncertain``: otherwise; such a configuration is launched again before it can be
-  the best or the recommendation (tuner/study/analysis.py).
+  the best or the recommendation (tuner/study/facts/analysis.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from tuner.stats.student_t import t_critical
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.metrics import MetricRead, launch_values
 
-LimitVerdict = Literal["feasible", "infeasible", "uncertain"]
+LimitStatus = Literal["feasible", "infeasible", "uncertain"]
 NOT_MEASURED = 1e9
 """optuna's constraint value for a launch whose metric is NaN or missing (optuna refuses
 NaN): far beyond any limit, so its samplers count the trial infeasible."""
@@ -52,7 +52,7 @@ class LimitCheck:
     bounds: tuple[float, float] | None
     """One-sided lower and upper bounds of the mean at the study's confidence; None while
     unbounded (or NaN)."""
-    verdict: LimitVerdict
+    status: LimitStatus
     launches: int
 
     @property
@@ -67,7 +67,7 @@ class LimitCheck:
             value = f"{self.mean:,.4g}"
             if self.excess > 0:
                 value += f" ({self.excess:+.1%} over)"
-        return f"{self.limit.text}: {value}, {self.verdict}"
+        return f"{self.limit.text}: {value}, {self.status}"
 
     def to_json(self) -> dict[str, Any]:
         nan = math.isnan(self.mean)
@@ -77,7 +77,7 @@ class LimitCheck:
             "level": self.limit.level,
             "value": None if nan else self.mean,
             "interval": list(self.bounds) if self.bounds is not None else None,
-            "verdict": self.verdict,
+            "verdict": self.status,  # the key of `tuner best --format json` since it began
             "excess": None if math.isinf(self.excess) else self.excess,
             "launches": self.launches,
         }
@@ -90,20 +90,20 @@ class Feasibility:
     checks: tuple[LimitCheck, ...]
 
     @property
-    def verdict(self) -> LimitVerdict:
-        verdicts = {c.verdict for c in self.checks}
-        if "infeasible" in verdicts:
+    def status(self) -> LimitStatus:
+        found = {c.status for c in self.checks}
+        if "infeasible" in found:
             return "infeasible"
-        return "uncertain" if "uncertain" in verdicts else "feasible"
+        return "uncertain" if "uncertain" in found else "feasible"
 
     @property
     def broken(self) -> tuple[LimitCheck, ...]:
         """The limits broken beyond noise."""
-        return tuple(c for c in self.checks if c.verdict == "infeasible")
+        return tuple(c for c in self.checks if c.status == "infeasible")
 
     @property
     def unsure(self) -> tuple[LimitCheck, ...]:
-        return tuple(c for c in self.checks if c.verdict == "uncertain")
+        return tuple(c for c in self.checks if c.status == "uncertain")
 
     def describe(self) -> str:
         """The limits it breaks or may break, in one clause (empty when feasible)."""
@@ -179,9 +179,9 @@ def _check(
     low, high = estimate.mean - half, estimate.mean + half
     near, far = (low, high) if limit.op == "<=" else (high, low)
     if limit.holds(far):
-        verdict: LimitVerdict = "feasible"
+        status: LimitStatus = "feasible"
     elif not limit.holds(near):
-        verdict = "infeasible"
+        status = "infeasible"
     else:
-        verdict = "uncertain"
-    return LimitCheck(limit, estimate.mean, (low, high), verdict, len(measured))
+        status = "uncertain"
+    return LimitCheck(limit, estimate.mean, (low, high), status, len(measured))

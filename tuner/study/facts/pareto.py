@@ -1,6 +1,6 @@
 """A several-objective study's front, recommendation and confirmations (``objectives:``).
 
-Joins the study's analysis (tuner/study/analysis.py: configurations, trust, limits, and
+Joins the study's analysis (tuner/study/facts/analysis.py: configurations, trust, limits, and
 each configuration's estimate per objective) with the pure rules of tuner/stats/pareto.py.
 The candidates are the *trusted* configurations: launched enough (the baseline, or
 1 + stop.confirmations launches), meeting every limit beyond noise, measured on every

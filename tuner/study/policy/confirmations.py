@@ -69,7 +69,7 @@ def uncertain_leaders(facts: StudyAnalysis, reference: ConfigResult | None) -> l
     sign = 1.0 if facts.direction == "maximize" else -1.0
     wanted = []
     for c in facts.configs.values():
-        if facts.limit_verdict(c) != "uncertain" or c is reference:
+        if facts.limit_status(c) != "uncertain" or c is reference:
             continue
         first = stop.baseline_launches if c.is_baseline else 1
         if len(c.launches) - first >= stop.confirmation_cap:

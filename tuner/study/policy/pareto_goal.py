@@ -127,7 +127,7 @@ def needs_confirmation(facts: StudyAnalysis) -> list[ConfigResult]:
     front_now = trusted(facts)
     wanted = []
     for config in facts.configs.values():
-        if config.is_baseline or facts.limit_verdict(config) == "infeasible":
+        if config.is_baseline or facts.limit_status(config) == "infeasible":
             continue
         extra = len(config.launches) - 1
         if extra >= stop.confirmation_cap:

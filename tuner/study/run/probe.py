@@ -9,7 +9,7 @@ With a ``probe:`` in the space file (docs/probe.md), ``SweepProbe``:
   significantly slower than the default's, its probe fails where the default's runs
   (NCCL would fail the server too), or it sets a param or value the finding closed;
 - ``update``: once the baseline is measured, decides whether NCCL settings can move the
-  objective by ``stop.min_gain`` (tuner.probe.screen.nccl_verdict: probe gain x the share
+  objective by ``stop.min_gain`` (tuner.probe.screen.nccl_finding: probe gain x the share
   of a decode step spent in all-reduce; small gains that add up to it are probed once
   more, set at once) and saves the finding: params frozen, values open, the nominee. The
   policy reads it (tuner/study/policy/probe_narrowing.py, stops.py).
@@ -28,11 +28,11 @@ import optuna
 from tuner.events import SweepObserver
 from tuner.probe.run import ProbeError
 from tuner.probe.screen import (
-    NcclVerdict,
+    NcclFinding,
     ProbeComparison,
     comm_share,
     compare_probe,
-    nccl_verdict,
+    nccl_finding,
     together_values,
 )
 from tuner.probe.sizes import ProbePlan, ProbePlanError, probe_plan
@@ -236,16 +236,16 @@ class SweepProbe:
         """Decide (again) which NCCL params can help, once the baseline is measured."""
         if self.disabled(study) or not self.nccl_params or facts.baseline is None:
             return
-        verdict = self.finding(study, facts.baseline)
-        if verdict is None:
+        finding = self.finding(study, facts.baseline)
+        if finding is None:
             return
-        study.set_user_attr(attrs.PROBE_VERDICT, verdict.to_json())
-        said = json.dumps(sorted(verdict.frozen))
+        study.set_user_attr(attrs.PROBE_VERDICT, finding.to_json())
+        said = json.dumps(sorted(finding.frozen))
         if said != self._said:
             self._said = said
-            self.observer.message(f"probe: {verdict.sentence()}")
+            self.observer.message(f"probe: {finding.sentence()}")
 
-    def finding(self, study: optuna.Study, baseline: ConfigResult) -> NcclVerdict | None:
+    def finding(self, study: optuna.Study, baseline: ConfigResult) -> NcclFinding | None:
         """What the probes say NCCL settings can do for the objective, once it is measured."""
         default = self.measure(study, self._baseline)
         if default.result is None:
@@ -259,17 +259,17 @@ class SweepProbe:
                 cmp if cmp is not None else str(probed.error)
             )
         min_gain = self.spec.stop.min_gain
-        verdict = nccl_verdict(by_param, comm_share=share, min_gain=min_gain)
-        if verdict.combined_gain < min_gain:
-            return verdict
+        finding = nccl_finding(by_param, comm_share=share, min_gain=min_gain)
+        if finding.combined_gain < min_gain:
+            return finding
         # Small gains whose sum reaches min_gain: probe them at once before keeping them.
-        together = self._together(together_values(by_param, verdict))
+        together = self._together(together_values(by_param, finding))
         if together is None:
-            return verdict
+            return finding
         cmp = self.compare(self.measure(study, together), default)
         if cmp is None:
-            return verdict
-        return nccl_verdict(by_param, comm_share=share, min_gain=min_gain, together=cmp)
+            return finding
+        return nccl_finding(by_param, comm_share=share, min_gain=min_gain, together=cmp)
 
     def _together(self, values: Mapping[str, str]) -> Settings | None:
         """The baseline with ``values`` (param -> str(value)) set at once, when that is a
