@@ -55,7 +55,7 @@ def opening(snap: Snapshot, goal: Goal) -> Decision:
 
 def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     """The decision after a trial finished (see the module)."""
-    peer = stops.peer_stop(snap)
+    peer = stops.peer_stop(snap.state, snap.stop_seen)
     if peer is not None:
         return Decision(stop=peer)
     start = snap

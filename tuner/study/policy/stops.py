@@ -16,14 +16,15 @@ from tuner.study.policy import exhaustion
 from tuner.study.policy.decisions import Stop
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
+from tuner.study.state import StudyState
 
 Rule = Callable[[Snapshot, Goal], "Stop | None"]
 
 
-def peer_stop(snap: Snapshot) -> Stop | None:
-    """Another worker stopped the study since this worker last looked (its mark changed)."""
-    marker, state = snap.state.stopped_by, snap.state
-    if marker is None or marker == snap.stop_seen:
+def peer_stop(state: StudyState, seen: str | None) -> Stop | None:
+    """Another worker stopped the study since this worker saw its mark ``seen``."""
+    marker = state.stopped_by
+    if marker is None or marker == seen:
         return None
     who = str(marker).rsplit("#", 1)[0]
     detail = f"{state.stop_detail or ''} (stopped by worker {who})"
