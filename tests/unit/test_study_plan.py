@@ -12,10 +12,9 @@ import optuna
 import pytest
 import yaml
 
-from tests.fakes import FakeRunner
+from tests.fakes import FakeRunner, RecordingObserver
 from tests.unit.stats.helpers import simulate_launch
 from tests.unit.test_sweep_decisions import SPACE
-from tuner.events import RecordingObserver
 from tuner.space.spec import Space, load_space, parse_space
 from tuner.stats import NoiseEstimate, between_launch_variance
 from tuner.stats.power import detectable_gain

@@ -45,7 +45,6 @@ from tuner.study import (
 )
 from tuner.study.limit_steering import fit_steering, propose_avoiding
 from tuner.study.probing import SweepProbe
-from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
 
 
@@ -134,7 +133,7 @@ class SweepController:
     # --- the callback ----------------------------------------------------------------------
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        self.observer.trial_finished(trial, self.spec.objective.metric)
         if self.recover is not None:
             self.recover()  # a dead worker's trial: failed, its configuration queued again
         peer_stop = peers.stopped_by_peer(study, self.stop_seen)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optuna.trial import FrozenTrial
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -15,6 +16,7 @@ from tuner.space.spec import load_space
 from tuner.study.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions, server_gpus
+from tuner.views.trial_line import trial_line
 
 
 class MessageObserver(SweepObserver):
@@ -63,8 +65,8 @@ class ConsoleObserver(MessageObserver):
             f"{summary.output_throughput:.1f} tok/s"
         )
 
-    def trial_finished(self, number: int, line: str) -> None:
-        self.console.print(line, highlight=False)
+    def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
+        self.console.print(trial_line(trial, metric), highlight=False)
         self.progress.advance(self.trials_task)
 
 
