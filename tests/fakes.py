@@ -259,3 +259,6 @@ class RecordingObserver(SweepObserver):
 
     def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
         self.events.append(("trial_finished", trial.number, trial_line(trial, metric)))
+
+    def cost_plan(self, plan: Any) -> None:
+        self.events.append(("cost_plan", plan))

@@ -36,3 +36,9 @@ class SweepObserver:
 
         tuner/views/trial_line.py says it in one line.
         """
+
+    def cost_plan(self, plan: Any) -> None:
+        """Once, after the baseline launches: the study's cost plan (``plan``: a CostPlan).
+
+        tuner/views/plan_text.py says it.
+        """

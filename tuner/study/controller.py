@@ -363,7 +363,7 @@ class SweepController:
         )
         if cost is not None:
             study.set_user_attr(attrs.PLAN, cost.to_json())
-            self.observer.message("\n".join(cost.lines()))
+            self.observer.cost_plan(cost)
 
     def _track_gain(
         self, study: optuna.Study, result: analysis.StudyAnalysis, trial: FrozenTrial

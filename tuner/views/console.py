@@ -13,9 +13,11 @@ from tuner.events import SweepObserver
 from tuner.launcher.gpu_lock import GpuLock
 from tuner.secrets import safe_url
 from tuner.space.spec import load_space
+from tuner.study.plan import CostPlan
 from tuner.study.sweep import SweepResult, run_sweep
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions, server_gpus
+from tuner.views.plan_text import plan_lines
 from tuner.views.trial_line import trial_line
 
 
@@ -29,6 +31,9 @@ class MessageObserver(SweepObserver):
     def message(self, text: str) -> None:
         self.count += 1
         self.console.print(f"[yellow]•[/] {text}", highlight=False)
+
+    def cost_plan(self, plan: CostPlan) -> None:
+        self.message("\n".join(plan_lines(plan)))
 
 
 class ConsoleObserver(MessageObserver):
