@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from tuner.events import SweepObserver
-from tuner.launcher.gpu_lock import GpuLock
 from tuner.secrets import safe_url
 from tuner.space.spec import load_space
+from tuner.study.locked_sweep import run_locked_sweep
 from tuner.study.plan import CostPlan
-from tuner.study.sweep import SweepResult, run_sweep
+from tuner.study.sweep import SweepResult
 from tuner.telemetry.gpu import open_gpu_backend
-from tuner.trial.runner import RunnerOptions, server_gpus
+from tuner.trial.runner import RunnerOptions
 from tuner.views.plan_text import plan_lines
 from tuner.views.trial_line import trial_line
 
@@ -87,7 +87,11 @@ def run_with_console(
     worker_trials: int | None = None,
     split_by_host: bool = False,
 ) -> SweepResult:
-    """Load the space, open the GPUs (or say there are none), and run the sweep live."""
+    """Load the space, open the GPUs (or say there are none), and run the sweep live.
+
+    The sweep runs with its GPUs locked (tuner/study/locked_sweep.py): the live view
+    starts once they are held; a run refused there raises GpusBusyError.
+    """
     space = load_space(space_path)
     if study:
         space = space.model_copy(update={"study_name": study})
@@ -108,21 +112,16 @@ def run_with_console(
         console=console,
         transient=True,
     )
-    # One tuner per GPU on this host: a second run on the same GPUs is refused here.
-    devices = server_gpus(space.spec.server.env, gpu)
-    try:
-        with GpuLock(gpu, devices, study=space.study_name), progress:
-            observer = ConsoleObserver(console, progress, trials)
-            return run_sweep(
-                space,
-                storage=storage,
-                n_trials=trials,
-                seed=seed,
-                observer=observer,
-                gpu=gpu,
-                runner_options=RunnerOptions(runs_dir=runs_dir),
-                worker_trials=worker_trials,
-                split_by_host=split_by_host,
-            )
-    finally:
-        gpu.close()
+    observer = ConsoleObserver(console, progress, trials)
+    return run_locked_sweep(
+        space,
+        storage=storage,
+        n_trials=trials,
+        seed=seed,
+        observer=observer,
+        gpu=gpu,
+        runner_options=RunnerOptions(runs_dir=runs_dir),
+        worker_trials=worker_trials,
+        split_by_host=split_by_host,
+        display=progress,
+    )
