@@ -1,9 +1,9 @@
 """What a sweep tells whoever is watching: a small observer interface.
 
-The sweep and the runner call these hooks with what happened, not with text: the CLI
-renders them with rich (tuner/views/console.py), tests record them
-(tests/fakes.RecordingObserver). Every hook has a do-nothing default so an observer
-implements only what it shows.
+The sweep and the runner call these hooks with what happened (a finished optuna trial,
+the cost plan: the views word them; notices come as text); the CLI renders them with
+rich (tuner/views/console.py), tests record them (tests/fakes.RecordingObserver). Every
+hook has a do-nothing default so an observer implements only what it shows.
 """
 
 from __future__ import annotations
