@@ -1,11 +1,16 @@
-"""Test doubles for tuner's I/O seams (the GPU backend), shared by unit and integration tests."""
+"""Test doubles for tuner's seams (GPU backend, runner, observer), shared by every test tier."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
+from optuna.trial import FrozenTrial
+
+from tuner.events import SweepObserver
 from tuner.telemetry.gpu import GpuInfo, GpuProcess, GpuSample
+from tuner.views.trial_line import trial_line
 
 
 @dataclass
@@ -229,3 +234,31 @@ class FakeRunner:
             **timing,
         )
         return LaunchOutcome(launch_id=launch_id, round_values=tuple(rounds), pruned_reason=pruned)
+
+
+class RecordingObserver(SweepObserver):
+    """Keeps every event as a tuple, a finished trial as the line the console prints."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def message(self, text: str) -> None:
+        self.events.append(("message", text))
+
+    def trial_started(self, number: int, role: str, changed: dict[str, Any]) -> None:
+        self.events.append(("trial_started", number, role, changed))
+
+    def load_progress(self, number: int, percent: float | None, line: str) -> None:
+        self.events.append(("load_progress", number, percent, line))
+
+    def healthy(self, number: int, seconds: float) -> None:
+        self.events.append(("healthy", number, seconds))
+
+    def level_done(self, number: int, round_index: int, summary: Any) -> None:
+        self.events.append(("level_done", number, round_index, summary))
+
+    def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
+        self.events.append(("trial_finished", trial.number, trial_line(trial, metric)))
+
+    def cost_plan(self, plan: Any) -> None:
+        self.events.append(("cost_plan", plan))

@@ -1,13 +1,16 @@
 """What a sweep tells whoever is watching: a small observer interface.
 
-The sweep and the runner call these hooks; the CLI renders them with rich, tests
-record them. Every hook has a do-nothing default so an observer implements only
-what it shows.
+The sweep and the runner call these hooks with what happened (a finished optuna trial,
+the cost plan: the views word them; notices come as text); the CLI renders them with
+rich (tuner/views/console.py), tests record them (tests/fakes.RecordingObserver). Every
+hook has a do-nothing default so an observer implements only what it shows.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from optuna.trial import FrozenTrial
 
 
 class SweepObserver:
@@ -28,30 +31,14 @@ class SweepObserver:
     def level_done(self, number: int, round_index: int, summary: Any) -> None:
         """One concurrency level of one round finished (``summary``: a LevelSummary)."""
 
-    def trial_finished(self, number: int, line: str) -> None:
-        """A trial ended (complete, pruned, failed); ``line`` is its one-line account."""
+    def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
+        """A trial ended (complete, pruned, failed); ``metric`` names its first objective.
 
+        tuner/views/trial_line.py says it in one line.
+        """
 
-class RecordingObserver(SweepObserver):
-    """Keeps every event as a tuple; used by tests and by `--format json` runs."""
+    def cost_plan(self, plan: Any) -> None:
+        """Once, after the baseline launches: the study's cost plan (``plan``: a CostPlan).
 
-    def __init__(self) -> None:
-        self.events: list[tuple[Any, ...]] = []
-
-    def message(self, text: str) -> None:
-        self.events.append(("message", text))
-
-    def trial_started(self, number: int, role: str, changed: dict[str, Any]) -> None:
-        self.events.append(("trial_started", number, role, changed))
-
-    def load_progress(self, number: int, percent: float | None, line: str) -> None:
-        self.events.append(("load_progress", number, percent, line))
-
-    def healthy(self, number: int, seconds: float) -> None:
-        self.events.append(("healthy", number, seconds))
-
-    def level_done(self, number: int, round_index: int, summary: Any) -> None:
-        self.events.append(("level_done", number, round_index, summary))
-
-    def trial_finished(self, number: int, line: str) -> None:
-        self.events.append(("trial_finished", number, line))
+        tuner/views/plan_text.py says it.
+        """

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes import vllm_metrics_text
+from tests.fakes import RecordingObserver, vllm_metrics_text
 from tests.integration.sweep_helpers import FAST_SIM, write_space
 from tuner.bench import discover_model
 from tuner.bench.http import Pool, Target
 from tuner.errors import BenchmarkError
-from tuner.events import RecordingObserver
 from tuner.launcher import LaunchSpec, ServerProcess, free_port
 from tuner.server_http import url_host
 from tuner.space.spec import load_space

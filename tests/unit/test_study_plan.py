@@ -12,19 +12,19 @@ import optuna
 import pytest
 import yaml
 
-from tests.fakes import FakeRunner
+from tests.fakes import FakeRunner, RecordingObserver
 from tests.unit.stats.helpers import simulate_launch
 from tests.unit.test_sweep_decisions import SPACE
-from tuner.events import RecordingObserver
 from tuner.space.spec import Space, load_space, parse_space
 from tuner.stats import NoiseEstimate, between_launch_variance
 from tuner.stats.power import detectable_gain
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts import analysis
-from tuner.study.facts.plan import LaunchTimes, cost_plan, launch_times
+from tuner.study.facts.plan import CostPlan, LaunchTimes, cost_plan, launch_times
 from tuner.study.policy import futility
 from tuner.study.run.sweep import run_sweep
+from tuner.views.plan_text import plan_lines
 
 
 def _study(
@@ -41,16 +41,18 @@ def _study(
     return optuna.load_study(study_name="d", storage=storage), observer, storage
 
 
-def _messages(observer: RecordingObserver) -> list[str]:
-    return [e[1] for e in observer.events if e[0] == "message"]
+def _plans(observer: RecordingObserver) -> list[CostPlan]:
+    return [e[1] for e in observer.events if e[0] == "cost_plan"]
 
 
 def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_path: Path) -> None:
     study, observer, storage = _study(tmp_path, trials=4)
-    plans = [m for m in _messages(observer) if m.startswith("cost plan")]
-    assert len(plans) == 1 and plans[0].startswith("cost plan after 2 baseline launches:")
+    [said] = _plans(observer)
+    plans = ["\n".join(plan_lines(said))]  # what the console prints
+    assert plans[0].startswith("cost plan after 2 baseline launches:")
     recorded = study.user_attrs[attrs.PLAN]
-    assert recorded["text"] == plans[0].splitlines()
+    assert recorded == said.to_json()  # the figures of the plan that was said
+    assert "text" not in recorded  # the sentences are the views', said from the figures
 
     # Its noise is the analysis's after the two baseline launches (FakeRunner: 0.5% each).
     space = load_space(tmp_path / "d.yaml")
@@ -82,7 +84,7 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
 def test_the_plan_is_not_repeated_when_the_study_resumes(tmp_path: Path) -> None:
     _study(tmp_path, trials=3)
     _, observer, _ = _study(tmp_path, trials=5)
-    assert not [m for m in _messages(observer) if m.startswith("cost plan")]
+    assert not _plans(observer)
 
 
 def test_the_minimum_is_compare_s_own_at_the_study_s_launch_counts() -> None:
@@ -98,7 +100,7 @@ def test_the_minimum_is_compare_s_own_at_the_study_s_launch_counts() -> None:
     )
     assert plan.now.gain == pytest.approx(direct.gain, rel=1e-9)
     assert plan.candidate_launches == 3 and plan.baseline_launches == 2
-    assert "time: unknown" in "\n".join(plan.lines())
+    assert "time: unknown" in "\n".join(plan_lines(plan))
 
 
 def test_a_quiet_machine_with_a_large_min_gain_is_not_told_it_cannot(tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_a_quiet_machine_with_a_large_min_gain_is_not_told_it_cannot(tmp_path: P
     plan = cost_plan(
         space.spec, noise_of(0.002, 0.002), LaunchTimes(2, 60.0, 30.0), baseline_measured=2
     )
-    text = "\n".join(plan.lines())
+    text = "\n".join(plan_lines(plan))
     assert plan.now.gain < 0.2
     assert "cannot confirm" not in text
     assert "min_gain" not in text
@@ -119,7 +121,7 @@ def test_a_noisy_machine_is_told_plainly_and_shown_what_would_help() -> None:
         LaunchTimes(2, 1200.0, 600.0),
         baseline_measured=2,
     )
-    text = "\n".join(plan.lines())
+    text = "\n".join(plan_lines(plan))
     assert f"this study cannot confirm gains below {plan.now.gain:.1%}" in text
     assert "min_gain is 1.0%" in text
     levers = {lever.change: lever for lever in plan.levers}
@@ -137,7 +139,7 @@ def test_a_single_baseline_launch_says_the_between_part_is_assumed() -> None:
         LaunchTimes(1, 30.0, 10.0),
         baseline_measured=1,
     )
-    text = "\n".join(plan.lines())
+    text = "\n".join(plan_lines(plan))
     assert text.startswith("cost plan after 1 baseline launch:")
     assert "assumed until two exist" in text
     assert plan.to_json()["between_assumed"] is True

@@ -116,16 +116,18 @@ def check(
         found = report.to_dict()
         if plan and report.ok:
             from tuner.views.plan import check_plan
+            from tuner.views.plan_text import plan_json
 
-            found["plan"] = check_plan(loaded, storage, console=err).to_json()
+            found["plan"] = plan_json(check_plan(loaded, storage, console=err))
         out.print_json(json.dumps(found))
     else:
         for line in report.lines():
             out.print(line, highlight=False, markup=False, soft_wrap=True)
         if plan and report.ok:
             from tuner.views.plan import check_plan
+            from tuner.views.plan_text import plan_lines
 
-            for line in check_plan(loaded, storage, console=out).lines():
+            for line in plan_lines(check_plan(loaded, storage, console=out)):
                 out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not report.ok:
         raise typer.Exit(exit_codes.CONFIG)

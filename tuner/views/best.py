@@ -24,11 +24,11 @@ from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study.facts import analysis
-from tuner.study.probe_summary import ProbeSummary, probe_summary
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.hosts import StudyHardware, study_hardware
+from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
 
 

@@ -11,7 +11,6 @@ from rich.console import Console
 from rich.table import Table
 
 from tuner.errors import ConfigError, NoAnswerError
-from tuner.study.probe_summary import ProbeSummary
 from tuner.views.best import BestReport, no_answer_sentence
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
@@ -21,6 +20,7 @@ from tuner.views.deploy import (
     deployment_text,
     line_notes,
 )
+from tuner.views.probe_summary import ProbeSummary
 
 FORMATS = ("table", "json", *DEPLOY_FORMATS)
 """`tuner best --format`: the table, JSON, or one of the deployment formats (views/deploy.py)."""

@@ -5,16 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optuna.trial import FrozenTrial
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from tuner.events import SweepObserver
-from tuner.launcher.gpu_lock import GpuLock
 from tuner.secrets import safe_url
 from tuner.space.spec import load_space
-from tuner.study.run.sweep import SweepResult, run_sweep
+from tuner.study.facts.plan import CostPlan
+from tuner.study.run.locked_sweep import run_locked_sweep
+from tuner.study.run.sweep import SweepResult
 from tuner.telemetry.gpu import open_gpu_backend
-from tuner.trial.runner import RunnerOptions, server_gpus
+from tuner.trial.runner import RunnerOptions
+from tuner.views.plan_text import plan_lines
+from tuner.views.trial_line import trial_line
 
 
 class MessageObserver(SweepObserver):
@@ -27,6 +31,9 @@ class MessageObserver(SweepObserver):
     def message(self, text: str) -> None:
         self.count += 1
         self.console.print(f"[yellow]•[/] {text}", highlight=False)
+
+    def cost_plan(self, plan: CostPlan) -> None:
+        self.message("\n".join(plan_lines(plan)))
 
 
 class ConsoleObserver(MessageObserver):
@@ -63,8 +70,8 @@ class ConsoleObserver(MessageObserver):
             f"{summary.output_throughput:.1f} tok/s"
         )
 
-    def trial_finished(self, number: int, line: str) -> None:
-        self.console.print(line, highlight=False)
+    def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
+        self.console.print(trial_line(trial, metric), highlight=False)
         self.progress.advance(self.trials_task)
 
 
@@ -80,7 +87,11 @@ def run_with_console(
     worker_trials: int | None = None,
     split_by_host: bool = False,
 ) -> SweepResult:
-    """Load the space, open the GPUs (or say there are none), and run the sweep live."""
+    """Load the space, open the GPUs (or say there are none), and run the sweep live.
+
+    The sweep runs with its GPUs locked (tuner/study/run/locked_sweep.py): the live view
+    starts once they are held; a run refused there raises GpusBusyError.
+    """
     space = load_space(space_path)
     if study:
         space = space.model_copy(update={"study_name": study})
@@ -101,21 +112,16 @@ def run_with_console(
         console=console,
         transient=True,
     )
-    # One tuner per GPU on this host: a second run on the same GPUs is refused here.
-    devices = server_gpus(space.spec.server.env, gpu)
-    try:
-        with GpuLock(gpu, devices, study=space.study_name), progress:
-            observer = ConsoleObserver(console, progress, trials)
-            return run_sweep(
-                space,
-                storage=storage,
-                n_trials=trials,
-                seed=seed,
-                observer=observer,
-                gpu=gpu,
-                runner_options=RunnerOptions(runs_dir=runs_dir),
-                worker_trials=worker_trials,
-                split_by_host=split_by_host,
-            )
-    finally:
-        gpu.close()
+    observer = ConsoleObserver(console, progress, trials)
+    return run_locked_sweep(
+        space,
+        storage=storage,
+        n_trials=trials,
+        seed=seed,
+        observer=observer,
+        gpu=gpu,
+        runner_options=RunnerOptions(runs_dir=runs_dir),
+        worker_trials=worker_trials,
+        split_by_host=split_by_host,
+        display=progress,
+    )

@@ -14,10 +14,12 @@ and the space's settings ``cost_plan`` works out, with pure arithmetic:
 - what would lower them: more rounds, more confirmation or baseline launches (each with
   its new minimum), pinned cores, fewer values to try.
 
-``CostPlan.lines`` is what the sweep prints (observer.message), ``CostPlan.to_json``
-what it records (study attr ``tuner_plan``). docs/statistics.md ("The cost plan").
-About 470 lines: the arithmetic, the what-ifs and the sentences of one plan, kept
-together so that what is said is what was computed.
+``CostPlan.to_json`` is what the sweep records (study attr ``tuner_plan``); the sweep
+hands the plan to observer.cost_plan, and tuner/views/plan_text.py says it (the lines
+printed by the sweep and by `tuner check --plan`). docs/statistics.md ("The cost plan").
+The levers' sentences (``Lever.change``, ``Lever.effect``) stay here, written beside the
+what-ifs that compute their figures; ``pct_text`` and ``seconds_text`` word figures for
+both.
 """
 
 from __future__ import annotations
@@ -135,80 +137,8 @@ class CostPlan:
         per = self.times.per_launch_s
         return None if per is None else launches * per / 3600
 
-    def lines(self) -> list[str]:
-        """The plan as the sweep prints it, one line per point."""
-        n = self.noise
-        within = n.within_rel_sd
-        within_text = (
-            f"within a launch ±{percent(within)} per round "
-            f"(±{percent(within / math.sqrt(self.rounds))} for a {self.rounds}-round mean)"
-            if within is not None
-            else "within a launch: unknown (one round per launch)"
-        )
-        if self.assumed_between:
-            between = (
-                f"between launches ±{percent(n.rel_sd)} assumed (the prior: no configuration "
-                "has two launches yet, so this part is assumed until two exist)"
-            )
-        else:
-            seen = (
-                f"measured ±{percent(math.sqrt(n.observed_var))}"
-                if n.observed_var is not None
-                else "not measured"
-            )
-            between = (
-                f"between launches ±{percent(n.rel_sd)} ({seen} from {n.n_launches} launches, "
-                f"shrunk towards the prior ±{percent(n.prior_rel_sd)})"
-            )
-        out = [
-            f"cost plan after {self.baseline_measured} baseline launch"
-            f"{'es' if self.baseline_measured != 1 else ''}:",
-            f"  noise: {between}; {within_text}",
-            f"  smallest gain it can confirm: {_pct(self.now.gain)} for the first candidate, "
-            f"{_pct(self.settled.gain)} once the between-launch noise is well measured "
-            f"({self.confidence:.0%} confidence, {self.candidate_launches} launches of a "
-            f"candidate against {self.baseline_launches} of the baseline; power 50%: a real "
-            f"gain this size is confirmed half the time, {_pct(self.high_power.gain)} four "
-            "times in five)",
-        ]
-        if self.now.gain > self.min_gain:
-            later = (
-                f" ({_pct(self.settled.gain)} once the noise is well measured)"
-                if self.settled.gain < self.now.gain
-                else ""
-            )
-            out.append(
-                f"  this study cannot confirm gains below {_pct(self.now.gain)}{later}; "
-                f"min_gain is {_pct(self.min_gain)}"
-            )
-        out.append(f"  to a verdict: {self._launches_text()}")
-        if self.levers:
-            out.append("  what would lower them:")
-            out.extend(f"    {lever.change}: {lever.effect}" for lever in self.levers)
-        return out
-
-    def _launches_text(self) -> str:
-        quick = f"{self.quickest} launches to keep the defaults ({self.baseline_launches} "
-        quick += f"baseline + {self.patience} search), about {self.typical} with one gain "
-        quick += f"found ({self.typical_parts}"
-        if self.typical_futile is not None and self.typical_futile < self.typical:
-            quick += f"; {self.typical_futile} if the model rules the rest out after it"
-        quick += ")"
-        if self.budget is not None:
-            quick += f"; budget {self.budget}"
-        times = self.times
-        if times.per_launch_s is None or times.healthy_s is None or times.rest_s is None:
-            return quick + "; time: unknown (no timed launch yet)"
-        low, high = self.hours(self.quickest), self.hours(self.typical)
-        assert low is not None and high is not None
-        return (
-            f"{quick}; at {_seconds(times.per_launch_s)} a launch "
-            f"({_seconds(times.healthy_s)} to healthy + {_seconds(times.rest_s)} benchmark "
-            f"and stop): {_duration(low)} to {_duration(high)}"
-        )
-
     def to_json(self) -> dict[str, Any]:
-        """What the study records (attr ``tuner_plan``): the figures and the printed lines."""
+        """What the study records (attr ``tuner_plan``): the figures (views/plan_text says them)."""
 
         def mde(d: DetectableGain) -> dict[str, Any]:
             return {
@@ -246,7 +176,6 @@ class CostPlan:
                 "one_gain": self.hours(self.typical),
             },
             "levers": [dataclasses.asdict(lever) for lever in self.levers],
-            "text": self.lines(),
         }
 
 
@@ -377,7 +306,7 @@ def _levers(
     stop, bench = spec.stop, spec.benchmark
     rounds = bench.rounds
     out: list[Lever] = []
-    extra = f"; each launch about {_seconds(times.rest_s)} longer" if times.rest_s else ""
+    extra = f"; each launch about {seconds_text(times.rest_s)} longer" if times.rest_s else ""
     doubled = mde(with_rounds(noise, 2.0), 2 * rounds)
     out.append(
         Lever(
@@ -407,7 +336,7 @@ def _levers(
     out.append(
         Lever(
             f"stop.confirmations: {stop.confirmations + 1}",
-            f"{_pct(now.gain)} -> {_pct(confirm.gain)}, one more launch per candidate",
+            f"{pct_text(now.gain)} -> {pct_text(confirm.gain)}, one more launch per candidate",
             confirm.gain,
         )
     )
@@ -417,7 +346,7 @@ def _levers(
     out.append(
         Lever(
             f"stop.baseline_launches: {stop.baseline_launches + 1}",
-            f"{_pct(now.gain)} -> {_pct(more_baseline.gain)}, one more launch now",
+            f"{pct_text(now.gain)} -> {pct_text(more_baseline.gain)}, one more launch now",
             more_baseline.gain,
         )
     )
@@ -444,9 +373,9 @@ def _levers(
 
 def _moves(before: float, after: float, how: str) -> str:
     if after < 0.95 * before:
-        return f"{how}: {_pct(before)} -> {_pct(after)}"
+        return f"{how}: {pct_text(before)} -> {pct_text(after)}"
     return (
-        f"hardly moves it ({_pct(before)} -> {_pct(after)}): between-launch noise "
+        f"hardly moves it ({pct_text(before)} -> {pct_text(after)}): between-launch noise "
         "dominates, and only more launches per configuration lower that"
     )
 
@@ -455,20 +384,15 @@ def _finite(value: float) -> float | None:
     return None if math.isinf(value) else value
 
 
-def _pct(value: float) -> str:
+def pct_text(value: float) -> str:
+    """A gain as the plan says it: 0.026 -> '2.6%'."""
     return "more than 1000%" if math.isinf(value) else f"{value * 100:.1f}%"
 
 
-def _seconds(value: float | None) -> str:
+def seconds_text(value: float | None) -> str:
+    """Seconds as the plan says them: '4.2 s', '42 s', '7 min'; '?' when not timed."""
     if value is None:
         return "?"
     if value >= 120:
         return f"{value / 60:.0f} min"
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
-
-
-def _duration(hours: float) -> str:
-    if hours >= 1:
-        return f"{hours:.1f} h"
-    minutes = hours * 60
-    return f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s"

@@ -31,7 +31,7 @@ def apply(
     """Carry out ``decision`` on ``study`` (whose state was ``state`` when it was taken)."""
     if decision.plan is not None:
         study.set_user_attr(attrs.PLAN, decision.plan.to_json())
-        observer.message("\n".join(decision.plan.lines()))
+        observer.cost_plan(decision.plan)
     if decision.state is not None:
         for name, value in attr_changes(state, decision.state).items():
             study.set_user_attr(name, value)

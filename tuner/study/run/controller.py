@@ -29,7 +29,6 @@ from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot
 from tuner.study.state import StudyState
-from tuner.study.trial_line import trial_line
 from tuner.trial.runner import PruneCheck
 
 
@@ -84,7 +83,7 @@ class SweepController:
         self._apply(study, snap.state, next_launch.opening(snap, self.goal))
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.observer.trial_finished(trial.number, trial_line(trial, self.spec.objective.metric))
+        self.observer.trial_finished(trial, self.spec.objective.metric)
         retries = self.recover() if self.recover is not None else ()
         launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)
         memory = self.memory

@@ -1,0 +1,101 @@
+"""The cost plan in sentences: what the sweep prints after the baseline and `tuner check --plan`.
+
+The figures are tuner/study/plan.py's ``CostPlan`` (the arithmetic, what the study records
+as ``tuner_plan``); here they are said, one line per point. The levers carry their own
+sentences (``Lever.change``, ``Lever.effect``), written in study/plan.py beside the
+what-ifs that compute them. docs/statistics.md ("The cost plan").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tuner.stats.wording import percent
+from tuner.study.facts.plan import CostPlan, pct_text, seconds_text
+
+
+def plan_lines(plan: CostPlan) -> list[str]:
+    """The plan as the sweep prints it, one line per point."""
+    n = plan.noise
+    within = n.within_rel_sd
+    within_text = (
+        f"within a launch ±{percent(within)} per round "
+        f"(±{percent(within / math.sqrt(plan.rounds))} for a {plan.rounds}-round mean)"
+        if within is not None
+        else "within a launch: unknown (one round per launch)"
+    )
+    if plan.assumed_between:
+        between = (
+            f"between launches ±{percent(n.rel_sd)} assumed (the prior: no configuration "
+            "has two launches yet, so this part is assumed until two exist)"
+        )
+    else:
+        seen = (
+            f"measured ±{percent(math.sqrt(n.observed_var))}"
+            if n.observed_var is not None
+            else "not measured"
+        )
+        between = (
+            f"between launches ±{percent(n.rel_sd)} ({seen} from {n.n_launches} launches, "
+            f"shrunk towards the prior ±{percent(n.prior_rel_sd)})"
+        )
+    out = [
+        f"cost plan after {plan.baseline_measured} baseline launch"
+        f"{'es' if plan.baseline_measured != 1 else ''}:",
+        f"  noise: {between}; {within_text}",
+        f"  smallest gain it can confirm: {pct_text(plan.now.gain)} for the first candidate, "
+        f"{pct_text(plan.settled.gain)} once the between-launch noise is well measured "
+        f"({plan.confidence:.0%} confidence, {plan.candidate_launches} launches of a "
+        f"candidate against {plan.baseline_launches} of the baseline; power 50%: a real "
+        f"gain this size is confirmed half the time, {pct_text(plan.high_power.gain)} four "
+        "times in five)",
+    ]
+    if plan.now.gain > plan.min_gain:
+        later = (
+            f" ({pct_text(plan.settled.gain)} once the noise is well measured)"
+            if plan.settled.gain < plan.now.gain
+            else ""
+        )
+        out.append(
+            f"  this study cannot confirm gains below {pct_text(plan.now.gain)}{later}; "
+            f"min_gain is {pct_text(plan.min_gain)}"
+        )
+    out.append(f"  to a verdict: {_launches_text(plan)}")
+    if plan.levers:
+        out.append("  what would lower them:")
+        out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)
+    return out
+
+
+def _launches_text(plan: CostPlan) -> str:
+    quick = f"{plan.quickest} launches to keep the defaults ({plan.baseline_launches} "
+    quick += f"baseline + {plan.patience} search), about {plan.typical} with one gain "
+    quick += f"found ({plan.typical_parts}"
+    if plan.typical_futile is not None and plan.typical_futile < plan.typical:
+        quick += f"; {plan.typical_futile} if the model rules the rest out after it"
+    quick += ")"
+    if plan.budget is not None:
+        quick += f"; budget {plan.budget}"
+    times = plan.times
+    if times.per_launch_s is None or times.healthy_s is None or times.rest_s is None:
+        return quick + "; time: unknown (no timed launch yet)"
+    low, high = plan.hours(plan.quickest), plan.hours(plan.typical)
+    assert low is not None and high is not None
+    return (
+        f"{quick}; at {seconds_text(times.per_launch_s)} a launch "
+        f"({seconds_text(times.healthy_s)} to healthy + {seconds_text(times.rest_s)} benchmark "
+        f"and stop): {_duration(low)} to {_duration(high)}"
+    )
+
+
+def _duration(hours: float) -> str:
+    if hours >= 1:
+        return f"{hours:.1f} h"
+    minutes = hours * 60
+    return f"{minutes:.0f} min" if minutes >= 1 else f"{minutes * 60:.0f} s"
+
+
+def plan_json(plan: CostPlan) -> dict[str, Any]:
+    """The plan's figures (``CostPlan.to_json``) with its lines as ``text``: `--format json`."""
+    return {**plan.to_json(), "text": plan_lines(plan)}
