@@ -83,6 +83,7 @@ def test_a_silent_workers_trial_fails_with_the_reason_and_runs_again(tmp_path: P
     assert "grace 30 s" in dead.user_attrs[attrs.REASON]
     assert again.state == TrialState.WAITING
     assert again.user_attrs[attrs.RETRY_OF] == 0
+    assert again.user_attrs[attrs.CLAIM] == "retry:0"  # the claim it was queued under
     assert again.user_attrs[attrs.ROLE] == attrs.CONFIRM
     assert again.user_attrs[attrs.CONFIG] == "cfg"
     assert again.system_attrs["fixed_params"] == {"NCCL_PROTO": "LL"}

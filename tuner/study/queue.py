@@ -7,12 +7,14 @@ optuna runs it next, and the user attrs say why it was queued.
 With several workers on one study, a launch that must happen once in all (a baseline
 slot, a confirmation of a configuration, the simplification of a best) is claimed
 first (``Claims``, a row of ``tuner_claims`` under a unique key): the worker whose claim
-goes through queues it, the others see the conflict and do not.
+goes through queues it, the others see the conflict and do not. Every trial queued under
+a claim carries it (``tuner_claim``: ``kind:key``), so the study says whether a claimed
+launch was queued (``claim_and_enqueue`` claims and queues in one call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import optuna
@@ -37,6 +39,48 @@ class Claims:
         """True when this worker won ``kind``/``key`` (and must act on it), else False."""
         return self.store.claim(self.study, kind, key, self.worker)
 
+    def take_and_queue(
+        self, kind: str, key: str, enqueue: Callable[[Mapping[str, object]], None]
+    ) -> bool:
+        """Take ``kind``/``key`` and, when won, call ``enqueue`` with the user attrs every
+        trial it queues must carry (``tuner_claim``). True when it was won and queued."""
+        if not self.take(kind, key):
+            return False
+        enqueue(claim_attrs(kind, key))
+        return True
+
+
+def claim_attrs(kind: str, key: str) -> dict[str, object]:
+    """The user attrs of a trial queued under the claim ``kind``/``key``."""
+    return {attrs.CLAIM: f"{kind}:{key}"}
+
+
+def claim_and_enqueue(
+    study: optuna.Study,
+    claims: Claims | None,
+    kind: str,
+    key: str,
+    spec: SpaceSpec,
+    params: Mapping[str, Scalar],
+    role: attrs.Role,
+    extra_attrs: Mapping[str, object] | None = None,
+    *,
+    launches: int = 1,
+) -> bool:
+    """Claim ``kind``/``key`` and, when won, queue ``launches`` launches of ``params`` in
+    ``role``, each carrying the claim. True when it queued them (always, without claims:
+    one worker needs none).
+    """
+
+    def enqueue(claimed: Mapping[str, object]) -> None:
+        for _ in range(launches):
+            enqueue_launch(study, spec, params, role, {**(extra_attrs or {}), **claimed})
+
+    if claims is None:
+        enqueue(claim_attrs(kind, key))
+        return True
+    return claims.take_and_queue(kind, key, enqueue)
+
 
 def enqueue_baselines(study: optuna.Study, space: Space, claims: Claims | None = None) -> None:
     """Queue the baseline until it has been, is being, or is about to be launched enough times.
@@ -56,8 +100,7 @@ def enqueue_baselines(study: optuna.Study, space: Space, claims: Claims | None =
     )
     params = baseline_params(space.spec)
     for slot in range(len(baselines), len(baselines) + wanted - have):
-        if claims is None or claims.take("baseline", str(slot)):
-            enqueue_launch(study, space.spec, params, attrs.BASELINE)
+        claim_and_enqueue(study, claims, "baseline", str(slot), space.spec, params, attrs.BASELINE)
 
 
 def enqueue_launch(
@@ -66,10 +109,18 @@ def enqueue_launch(
     params: Mapping[str, Scalar],
     role: attrs.Role,
     extra_attrs: Mapping[str, object] | None = None,
+    *,
+    claim: tuple[str, str] | None = None,
 ) -> None:
-    """Queue one launch of ``params`` in ``role`` (baseline, search, confirm, simplify)."""
+    """Queue one launch of ``params`` in ``role`` (baseline, search, confirm, simplify);
+    ``claim``: the (kind, key) this worker won to queue it, which the trial carries."""
     study.enqueue_trial(
         dict(optuna_params(spec, params)),
-        user_attrs={attrs.ROLE: role, attrs.PARAMS: dict(params), **(extra_attrs or {})},
+        user_attrs={
+            attrs.ROLE: role,
+            attrs.PARAMS: dict(params),
+            **(extra_attrs or {}),
+            **(claim_attrs(*claim) if claim is not None else {}),
+        },
         skip_if_exists=False,
     )

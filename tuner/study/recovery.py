@@ -29,7 +29,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import launcher
 from tuner.events import SweepObserver
 from tuner.storage import LaunchStatus, Store
-from tuner.study import attrs
+from tuner.study import attrs, queue
 from tuner.study.storage import open_storage, trial_id
 from tuner.study.workers import DeadWorkers, Heartbeat, worker_id
 from tuner.study.workers import worker_alive as worker_alive  # where callers have found it
@@ -142,6 +142,7 @@ def _fail_and_requeue(
             user_attrs={
                 **{k: trial.user_attrs[k] for k in kept if k in trial.user_attrs},
                 attrs.RETRY_OF: trial.number,
+                **queue.claim_attrs(RETRY_CLAIM, str(trial.number)),
             },
             skip_if_exists=False,
         )
