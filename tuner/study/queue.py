@@ -14,8 +14,10 @@ launch was queued (``claim_and_enqueue`` claims and queues in one call).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 import optuna
 from optuna.trial import TrialState
@@ -25,19 +27,64 @@ from tuner.space.spec import Scalar, Space, SpaceSpec
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.suggest import optuna_params
+from tuner.study.workers import DeadWorkers, Heartbeat
+
+log = logging.getLogger(__name__)
+
+
+LAUNCH_CLAIMS: Final = frozenset({"baseline", "confirm", "simplify", "retry"})
+"""The kinds of claim on a launch, which expire with a dead holder that never queued it
+(``retry`` is tuner/study/recovery.py's). Any other claim, the study's hardware
+fingerprint (tuner/study/workers.py), never expires."""
 
 
 @dataclass(frozen=True)
 class Claims:
-    """This worker's claims on one study's once-only launches (tuner_claims)."""
+    """This worker's claims on one study's once-only launches (tuner_claims).
+
+    A claim on a launch (``LAUNCH_CLAIMS``) expires when its holder is dead (``DeadWorkers``,
+    the rule recovery uses: gone from this host, or stopped or silent past ``grace_s`` on
+    another) and no trial of ``queued_in`` carries it (``tuner_claim``): the holder died
+    between winning it and queueing the launch. The next worker to claim it takes it over,
+    one worker only. A live holder's claim, or one whose launch was queued, is never taken.
+    """
 
     store: Store
     study: str
     worker: str
+    queued_in: optuna.Study | None = None
+    """The study whose trials say whether a claimed launch was queued; without it no claim
+    expires."""
+    grace_s: float | None = None
+    """How long a silent worker of another host counts as live (default: from the
+    environment, ``Heartbeat.from_env``)."""
 
     def take(self, kind: str, key: str) -> bool:
-        """True when this worker won ``kind``/``key`` (and must act on it), else False."""
-        return self.store.claim(self.study, kind, key, self.worker)
+        """True when this worker won ``kind``/``key`` (and must act on it), else False.
+
+        The first INSERT wins; a later one wins only an expired claim, taken over."""
+        if self.store.claim(self.study, kind, key, self.worker):
+            return True
+        return self._take_expired(kind, key)
+
+    def _take_expired(self, kind: str, key: str) -> bool:
+        if kind not in LAUNCH_CLAIMS or self.queued_in is None:
+            return False
+        holder = self.store.claim_holder(self.study, kind, key)
+        if holder is None or holder == self.worker:
+            return False
+        grace = self.grace_s if self.grace_s is not None else Heartbeat.from_env().grace_s
+        dead = DeadWorkers(self.store, self.study, grace).why(holder)
+        if dead is None:
+            return False  # alive (or not known to be dead): it queues the launch itself
+        tag = claim_attrs(kind, key)[attrs.CLAIM]
+        trials = self.queued_in.get_trials(deepcopy=False)
+        if any(t.user_attrs.get(attrs.CLAIM) == tag for t in trials):
+            return False  # queued before its holder died
+        if not self.store.take_over_claim(self.study, kind, key, holder=holder, worker=self.worker):
+            return False  # another worker took it over first
+        log.info("claim %s taken over: %s, and nothing was queued under it", tag, dead)
+        return True
 
     def take_and_queue(
         self, kind: str, key: str, enqueue: Callable[[Mapping[str, object]], None]

@@ -72,6 +72,9 @@ def recover_interrupted(
     reported = reported if reported is not None else set()
     host = socket.gethostname()
     dead = DeadWorkers(store, study.study_name, heartbeat.grace_s)
+    claims = queue.Claims(
+        store, study.study_name, worker_id(), queued_in=study, grace_s=heartbeat.grace_s
+    )
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     for record in store.running_servers(study.study_name):
         trial = trials.get(record.trial_number) if record.trial_number is not None else None
@@ -103,7 +106,7 @@ def recover_interrupted(
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = _worker_of(trial)
         reason = dead.why(worker) if worker else dead.orphaned(trial)
-        if reason is not None and _fail_and_requeue(study, optuna_storage, store, trial, reason):
+        if reason is not None and _fail_and_requeue(study, optuna_storage, claims, trial, reason):
             failed.append(trial.number)
             again = ", its configuration queued again" if attrs.PARAMS in trial.user_attrs else ""
             observer.message(
@@ -119,12 +122,13 @@ def _worker_of(trial: FrozenTrial | None) -> str:
 def _fail_and_requeue(
     study: optuna.Study,
     optuna_storage: optuna.storages.BaseStorage,
-    store: Store,
+    claims: queue.Claims,
     trial: FrozenTrial,
     reason: str,
 ) -> bool:
-    """FAIL the trial with ``reason`` and queue its configuration again, once in all workers."""
-    if not store.claim(study.study_name, RETRY_CLAIM, str(trial.number), worker_id()):
+    """FAIL the trial with ``reason`` and queue its configuration again, once in all workers
+    (a retry claim its dead holder never acted on expires, ``queue.Claims``)."""
+    if not claims.take(RETRY_CLAIM, str(trial.number)):
         return False  # another worker recovers it
     try:
         optuna_storage.set_trial_user_attr(
