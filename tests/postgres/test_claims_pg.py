@@ -30,10 +30,13 @@ def test_a_takeover_waits_for_the_one_in_flight_and_wins_only_if_it_failed(
     # when the first rolled back, still the dead one (it wins).
     store = Store(pg_storage)
     assert store.claim("c", "baseline", "1", GONE_HERE)
+    second_worker = Store(pg_storage)  # its schema check done before the row is locked
     engine = create_engine(pg_storage)
     won: list[bool] = []
     try:
         with engine.connect() as first_worker, engine.connect() as watch:
+            # Autocommit: a transaction would see pg_stat_activity as of its first read.
+            watch = watch.execution_options(isolation_level="AUTOCOMMIT")
             tx = first_worker.begin()
             changed = first_worker.execute(
                 text(
@@ -46,7 +49,7 @@ def test_a_takeover_waits_for_the_one_in_flight_and_wins_only_if_it_failed(
             pid = first_worker.execute(text("SELECT pg_backend_pid()")).scalar_one()
             second = threading.Thread(
                 target=lambda: won.append(
-                    Store(pg_storage).take_over_claim(
+                    second_worker.take_over_claim(
                         "c", "baseline", "1", holder=GONE_HERE, worker=OTHER
                     )
                 )
