@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import socket
 import time
 from pathlib import Path
 
@@ -14,9 +15,9 @@ from tuner.events import SweepObserver
 from tuner.storage import Store
 from tuner.storage.tables import WorkerRow
 from tuner.study import attrs
-from tuner.study.recovery import recover_interrupted
+from tuner.study.recovery import RETRY_CLAIM, recover_interrupted
 from tuner.study.storage import open_storage
-from tuner.study.workers import Heartbeat
+from tuner.study.workers import Heartbeat, worker_id
 
 REMOTE = "gpu-b:4242:170000000000"
 HEARTBEAT = Heartbeat(interval_s=1.0, grace_s=30.0)
@@ -83,6 +84,7 @@ def test_a_silent_workers_trial_fails_with_the_reason_and_runs_again(tmp_path: P
     assert "grace 30 s" in dead.user_attrs[attrs.REASON]
     assert again.state == TrialState.WAITING
     assert again.user_attrs[attrs.RETRY_OF] == 0
+    assert again.user_attrs[attrs.CLAIM] == "retry:0"  # the claim it was queued under
     assert again.user_attrs[attrs.ROLE] == attrs.CONFIRM
     assert again.user_attrs[attrs.CONFIG] == "cfg"
     assert again.system_attrs["fixed_params"] == {"NCCL_PROTO": "LL"}
@@ -92,6 +94,19 @@ def test_a_silent_workers_trial_fails_with_the_reason_and_runs_again(tmp_path: P
     # Another worker (or a second look) finds nothing more to do: queued once in all.
     assert _recover(study, store, Notes()) == []
     assert len(study.get_trials()) == 2
+
+
+def test_a_retry_claimed_by_a_worker_that_died_before_queueing_it_is_taken_over(
+    tmp_path: Path,
+) -> None:
+    study, store = _remote_trial(tmp_path, silent_for_s=600)
+    gone = f"{socket.gethostname()}:2147483646:1"  # this host, no such process
+    assert store.claim("s", RETRY_CLAIM, "0", gone)  # it found trial 0 and died there
+    assert _recover(study, store, Notes()) == [0]
+    dead, again = study.get_trials()
+    assert dead.state == TrialState.FAIL and again.state == TrialState.WAITING
+    assert again.user_attrs[attrs.CLAIM] == "retry:0"
+    assert store.claimed("s", RETRY_CLAIM) == {"0": worker_id()}
 
 
 def test_a_worker_within_its_grace_period_keeps_its_trial(tmp_path: Path) -> None:

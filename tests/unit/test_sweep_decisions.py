@@ -15,6 +15,7 @@ import yaml
 from tests.fakes import FakeRunner
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study import attrs
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -168,6 +169,16 @@ def test_the_plateau_waits_for_a_pending_confirmation_then_drops_passengers(
     answer = best_report(storage, "d")
     assert answer.keep_defaults is False
     assert answer.recommended.changed == {"P": "good"}
+    # Every launch queued under a claim carries it, and it is the claim won for it.
+    study = optuna.load_study(study_name="d", storage=storage)
+    claimed = [t for t in study.trials if t.user_attrs[attrs.ROLE] != attrs.SEARCH]
+    assert {t.user_attrs[attrs.ROLE] for t in claimed} >= {"baseline", "confirm"}
+    store = Store(storage)
+    for trial in claimed:
+        kind, key = trial.user_attrs[attrs.CLAIM].split(":", 1)
+        assert kind == trial.user_attrs[attrs.ROLE]
+        assert key in store.claimed("d", kind)
+    assert [t.user_attrs[attrs.CLAIM] for t in claimed[:2]] == ["baseline:0", "baseline:1"]
 
 
 class TerminatedOnLaunch(FakeRunner):

@@ -39,6 +39,7 @@ from tuner.storage.tables import (
     ServerIdentityRecord,
     StudyRow,
     WorkerRow,
+    utcnow,
 )
 
 DEFAULT_STORAGE = "sqlite:///experiments.db"
@@ -271,6 +272,36 @@ class Store:
             return True
         except IntegrityError:
             return False
+
+    def claim_holder(self, study: str, kind: str, key: str) -> str | None:
+        """The worker that holds ``kind``/``key`` now (None: nobody claimed it)."""
+        query = select(ClaimRow.worker).where(
+            ClaimRow.study == study, ClaimRow.kind == kind, ClaimRow.key == key
+        )
+        with self.session() as s:
+            return s.scalar(query)
+
+    def take_over_claim(self, study: str, kind: str, key: str, *, holder: str, worker: str) -> bool:
+        """Hand ``kind``/``key`` from ``holder`` to ``worker``: True for the one worker whose
+        UPDATE changed the row.
+
+        The row changes only while ``holder`` still holds it, so of two workers that take
+        over the same claim at once one wins: PostgreSQL makes the second UPDATE wait for
+        the first and then finds the holder changed; SQLite runs one writer at a time.
+        """
+        query = (
+            update(ClaimRow)
+            .where(
+                ClaimRow.study == study,
+                ClaimRow.kind == kind,
+                ClaimRow.key == key,
+                ClaimRow.worker == holder,
+            )
+            .values(worker=worker, created_at=utcnow())
+        )
+        with self.session() as s, s.begin():
+            changed = s.connection().execute(query).rowcount
+        return changed == 1
 
     def claimed(self, study: str, kind: str) -> dict[str, str]:
         """Every claim of ``kind`` in a study: key -> the worker that won it."""

@@ -164,7 +164,9 @@ class ClaimRow(Base):
 
     ``kind`` is what is claimed (``baseline``, ``confirm``, ``simplify``, ``retry``) and
     ``key`` which one (a baseline slot, a configuration and its launch count, a trial).
-    The worker whose INSERT goes through acts; every other one sees the conflict.
+    The worker whose INSERT goes through acts; every other one sees the conflict. A claim
+    on a launch whose holder died before queueing it is handed over (tuner/study/queue.py
+    ``Claims``): the one UPDATE that still finds the dead holder in ``worker`` wins.
     """
 
     __tablename__ = "tuner_claims"

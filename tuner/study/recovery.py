@@ -21,9 +21,7 @@ without any worker named on it lost its worker as it began.
 
 from __future__ import annotations
 
-import datetime as dt
 import socket
-from collections.abc import Mapping
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -31,10 +29,10 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import launcher
 from tuner.events import SweepObserver
 from tuner.storage import LaunchStatus, Store
-from tuner.storage.tables import WorkerRow
-from tuner.study import attrs
+from tuner.study import attrs, queue
 from tuner.study.storage import open_storage, trial_id
-from tuner.study.workers import Heartbeat, heartbeat_age, worker_alive, worker_id
+from tuner.study.workers import DeadWorkers, Heartbeat, worker_id
+from tuner.study.workers import worker_alive as worker_alive  # where callers have found it
 
 RETRY_CLAIM = "retry"
 
@@ -73,7 +71,10 @@ def recover_interrupted(
     heartbeat = heartbeat or Heartbeat.from_env()
     reported = reported if reported is not None else set()
     host = socket.gethostname()
-    dead = _DeadWorkers(store, study.study_name, heartbeat.grace_s)
+    dead = DeadWorkers(store, study.study_name, heartbeat.grace_s)
+    claims = queue.Claims(
+        store, study.study_name, worker_id(), queued_in=study, grace_s=heartbeat.grace_s
+    )
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     for record in store.running_servers(study.study_name):
         trial = trials.get(record.trial_number) if record.trial_number is not None else None
@@ -105,7 +106,7 @@ def recover_interrupted(
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = _worker_of(trial)
         reason = dead.why(worker) if worker else dead.orphaned(trial)
-        if reason is not None and _fail_and_requeue(study, optuna_storage, store, trial, reason):
+        if reason is not None and _fail_and_requeue(study, optuna_storage, claims, trial, reason):
             failed.append(trial.number)
             again = ", its configuration queued again" if attrs.PARAMS in trial.user_attrs else ""
             observer.message(
@@ -118,61 +119,16 @@ def _worker_of(trial: FrozenTrial | None) -> str:
     return str(trial.user_attrs.get(attrs.WORKER, "")) if trial is not None else ""
 
 
-class _DeadWorkers:
-    """Why a worker counts as dead (None: alive, or nothing says otherwise)."""
-
-    def __init__(self, store: Store, study: str, grace_s: float) -> None:
-        self.host = socket.gethostname()
-        self.me = worker_id()
-        self.grace_s = grace_s
-        self.now = store.db_now()
-        self.rows: Mapping[str, WorkerRow] = {w.worker: w for w in store.workers(study)}
-
-    def why(self, worker: str) -> str | None:
-        if not worker or worker == self.me:
-            return None
-        worker_host = worker.rsplit(":", 2)[0]
-        if worker_host == self.host:
-            if worker_alive(worker):
-                return None
-            return f"its worker {worker} on this host is gone"
-        row = self.rows.get(worker)
-        if row is None:
-            return None
-        if row.stopped_at is not None:
-            return f"its worker {worker} exited without finishing it"
-        age = heartbeat_age(row, self.now)
-        if age <= self.grace_s:
-            return None
-        return (
-            f"worker {worker} sent no heartbeat for {age:.0f} s (grace {self.grace_s:g} s): "
-            "killed, or its host lost"
-        )
-
-    def orphaned(self, trial: FrozenTrial) -> str | None:
-        """A RUNNING trial no worker ever named itself on: its worker died as it began it.
-
-        run_trial names its worker first thing, so a trial without one for longer than
-        the grace period has none. optuna stamps the start with the starting host's
-        local clock: this is the one age not measured by the database's clock.
-        """
-        if trial.datetime_start is None:
-            return None
-        age = (dt.datetime.now() - trial.datetime_start).total_seconds()
-        if age <= self.grace_s:
-            return None
-        return f"no worker named itself on it in {age:.0f} s: its worker died as it began it"
-
-
 def _fail_and_requeue(
     study: optuna.Study,
     optuna_storage: optuna.storages.BaseStorage,
-    store: Store,
+    claims: queue.Claims,
     trial: FrozenTrial,
     reason: str,
 ) -> bool:
-    """FAIL the trial with ``reason`` and queue its configuration again, once in all workers."""
-    if not store.claim(study.study_name, RETRY_CLAIM, str(trial.number), worker_id()):
+    """FAIL the trial with ``reason`` and queue its configuration again, once in all workers
+    (a retry claim its dead holder never acted on expires, ``queue.Claims``)."""
+    if not claims.take(RETRY_CLAIM, str(trial.number)):
         return False  # another worker recovers it
     try:
         optuna_storage.set_trial_user_attr(
@@ -190,6 +146,7 @@ def _fail_and_requeue(
             user_attrs={
                 **{k: trial.user_attrs[k] for k in kept if k in trial.user_attrs},
                 attrs.RETRY_OF: trial.number,
+                **queue.claim_attrs(RETRY_CLAIM, str(trial.number)),
             },
             skip_if_exists=False,
         )

@@ -25,10 +25,12 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
 
 import psutil
+from optuna.trial import FrozenTrial
 from sqlalchemy.exc import SQLAlchemyError
 
 from tuner.errors import ConfigError
@@ -127,6 +129,59 @@ def heartbeat_age(row: WorkerRow, now: dt.datetime) -> float:
     from tuner.storage.store import as_utc  # noqa: PLC0415 - one helper, not the module
 
     return (now - as_utc(row.heartbeat_at)).total_seconds()
+
+
+class DeadWorkers:
+    """Why a worker counts as dead (None: alive, or nothing says otherwise), as of now.
+
+    One rule for everything a dead worker leaves: its RUNNING trials (tuner/study/recovery.py)
+    and its claims on launches it never queued (tuner/study/queue.py ``Claims``). On this
+    host a worker is dead when its process is gone; on another host when its row says it
+    exited or its heartbeat is older than ``grace_s``. This process is never dead, and a
+    worker of another host with no row (a tuner before schema 2) is not known to be.
+    """
+
+    def __init__(self, store: Store, study: str, grace_s: float) -> None:
+        self.host = socket.gethostname()
+        self.me = worker_id()
+        self.grace_s = grace_s
+        self.now = store.db_now()
+        self.rows: Mapping[str, WorkerRow] = {w.worker: w for w in store.workers(study)}
+
+    def why(self, worker: str) -> str | None:
+        if not worker or worker == self.me:
+            return None
+        worker_host = worker.rsplit(":", 2)[0]
+        if worker_host == self.host:
+            if worker_alive(worker):
+                return None
+            return f"its worker {worker} on this host is gone"
+        row = self.rows.get(worker)
+        if row is None:
+            return None
+        if row.stopped_at is not None:
+            return f"its worker {worker} exited without finishing it"
+        age = heartbeat_age(row, self.now)
+        if age <= self.grace_s:
+            return None
+        return (
+            f"worker {worker} sent no heartbeat for {age:.0f} s (grace {self.grace_s:g} s): "
+            "killed, or its host lost"
+        )
+
+    def orphaned(self, trial: FrozenTrial) -> str | None:
+        """A RUNNING trial no worker ever named itself on: its worker died as it began it.
+
+        run_trial names its worker first thing, so a trial without one for longer than
+        the grace period has none. optuna stamps the start with the starting host's
+        local clock: this is the one age not measured by the database's clock.
+        """
+        if trial.datetime_start is None:
+            return None
+        age = (dt.datetime.now() - trial.datetime_start).total_seconds()
+        if age <= self.grace_s:
+            return None
+        return f"no worker named itself on it in {age:.0f} s: its worker died as it began it"
 
 
 class WorkerSession:

@@ -45,9 +45,21 @@ def apply(
 def queue_launch(
     study: optuna.Study, spec: SpaceSpec, launch: Launch, claims: queue.Claims | None
 ) -> bool:
-    """Queue ``launch`` (its copies), unless another worker's claim on it went through."""
-    if launch.claim is not None and claims is not None and not claims.take(*launch.claim):
-        return False
+    """Queue ``launch`` (its copies), unless another worker's claim on it went through;
+    a claimed launch's trials carry the claim (``tuner_claim``)."""
+    if launch.claim is not None:
+        kind, key = launch.claim
+        return queue.claim_and_enqueue(
+            study,
+            claims,
+            kind,
+            key,
+            spec,
+            launch.params,
+            launch.role,
+            launch.extra_attrs,
+            launches=launch.copies,
+        )
     for _ in range(launch.copies):
         queue.enqueue_launch(study, spec, launch.params, launch.role, launch.extra_attrs)
     return True

@@ -209,7 +209,9 @@ def _run_joined(
             raise ConfigError(
                 "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)
             )
-    claims = queue.Claims(store, name, session.worker)
+    claims = queue.Claims(
+        store, name, session.worker, queued_in=study, grace_s=session.heartbeat.grace_s
+    )
 
     # The probe (docs/probe.md): every NCCL setting measured in seconds, before any load.
     probe = SweepProbe.for_space(space, model_config, observer, probe_runner)
