@@ -17,7 +17,7 @@ from tuner.errors import StoreError
 from tuner.storage import Store
 from tuner.storage.schema import SCHEMA_VERSION
 from tuner.study import attrs
-from tuner.study.storage import open_storage
+from tuner.study.run.optuna_rdb import open_rdb
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -76,7 +76,7 @@ def test_a_silent_worker_on_another_host_loses_its_trial(tmp_path: Path, pg_stor
 def _open_when_told(url: str, start: Any) -> str:
     start.wait()
     try:
-        open_storage(url, attempts=1)  # one try: the lock, not the retry, must make it safe
+        open_rdb(url, attempts=1)  # one try: the lock, not the retry, must make it safe
     except Exception as exc:  # noqa: BLE001 - the test reports whatever a worker hit
         return f"{type(exc).__name__}: {exc}"
     return "ok"

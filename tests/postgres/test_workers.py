@@ -19,8 +19,8 @@ from tests.integration.sweep_helpers import write_space
 from tuner.storage import Store
 from tuner.storage.schema import SCHEMA_VERSION
 from tuner.study import attrs
-from tuner.study.queue import Claims
-from tuner.study.workers import FINGERPRINT_CLAIM
+from tuner.study.run.queue import Claims
+from tuner.study.run.workers import FINGERPRINT_CLAIM
 
 pytestmark = [pytest.mark.postgres, pytest.mark.alone, pytest.mark.timeout(300)]
 

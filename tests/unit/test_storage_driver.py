@@ -17,7 +17,7 @@ from tuner import cli, exit_codes
 from tuner.errors import StoreError
 from tuner.storage import Store
 from tuner.storage.driver import require_driver
-from tuner.study.storage import open_storage
+from tuner.study.run.optuna_rdb import open_rdb
 
 PASSWORD = "s3cret-pw"
 URL = f"postgresql+psycopg://alice:{PASSWORD}@127.0.0.1:1/tuner"
@@ -37,7 +37,7 @@ def _says_how_to_install_psycopg(message: str) -> None:
 
 
 @pytest.mark.usefixtures("no_psycopg")
-@pytest.mark.parametrize("opener", [Store, open_storage, require_driver])
+@pytest.mark.parametrize("opener", [Store, open_rdb, require_driver])
 def test_opening_a_url_without_its_driver_names_it_and_the_extra(opener: Any) -> None:
     with pytest.raises(StoreError) as caught:
         opener(URL)

@@ -1,4 +1,4 @@
-"""tuner.study.queue.Claims: a launch claim expires with its dead holder unless the launch
+"""tuner.study.run.queue.Claims: a launch claim expires with its dead holder unless the launch
 was queued (docs/distributed.md, "How the workers share the work")."""
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from tests.integration.sweep_helpers import write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.storage.tables import WorkerRow
-from tuner.study import attrs, recovery
-from tuner.study.queue import LAUNCH_CLAIMS, Claims, claim_and_enqueue
+from tuner.study import attrs
+from tuner.study.run import recovery
+from tuner.study.run.optuna_rdb import open_rdb
+from tuner.study.run.queue import LAUNCH_CLAIMS, Claims, claim_and_enqueue
 from tuner.study.run.sweep import run_sweep
-from tuner.study.storage import open_storage
-from tuner.study.workers import FINGERPRINT_CLAIM, worker_id
+from tuner.study.run.workers import FINGERPRINT_CLAIM, worker_id
 
 GRACE_S = 30.0
 GONE_HERE = f"{socket.gethostname()}:2147483646:1"  # this host, no such process
@@ -40,7 +41,7 @@ ME, OTHER = "gpu-x:1:1", "gpu-y:2:2"  # the workers that find the claim
 def _study(tmp_path: Path, url: str | None = None) -> tuple[optuna.Study, Store]:
     url = url or f"sqlite:///{tmp_path}/c.db"
     store = Store(url)
-    study = optuna.create_study(storage=open_storage(url), study_name="c", direction="maximize")
+    study = optuna.create_study(storage=open_rdb(url), study_name="c", direction="maximize")
     for worker, silent_s, stopped in (
         (SILENT, 600, False),
         (STOPPED, 0, True),
@@ -181,7 +182,7 @@ def test_a_worker_killed_after_claiming_the_baseline_leaves_it_to_the_next(
     storage = f"sqlite:///{tmp_path}/d.db"
     code = (
         "import sys, time; from tuner.storage import Store; "
-        "import socket; from tuner.study.workers import worker_id; store = Store(sys.argv[1]); "
+        "import socket; from tuner.study.run.workers import worker_id; store = Store(sys.argv[1]); "
         "store.register_worker('d', worker_id(), host=socket.gethostname(), fingerprint='f', "
         "hardware={}); "
         "[store.claim('d', 'baseline', slot, worker_id()) for slot in ('0', '1')]; "

@@ -1,4 +1,4 @@
-"""tuner.study.recovery: a worker on another host that stopped beating loses its trial."""
+"""tuner.study.run.recovery: a worker on another host that stopped beating loses its trial."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from tuner.events import SweepObserver
 from tuner.storage import Store
 from tuner.storage.tables import WorkerRow
 from tuner.study import attrs
-from tuner.study.recovery import RETRY_CLAIM, recover_interrupted
-from tuner.study.storage import open_storage
-from tuner.study.workers import Heartbeat, worker_id
+from tuner.study.run.optuna_rdb import open_rdb
+from tuner.study.run.recovery import RETRY_CLAIM, recover_interrupted
+from tuner.study.run.workers import Heartbeat, worker_id
 
 REMOTE = "gpu-b:4242:170000000000"
 HEARTBEAT = Heartbeat(interval_s=1.0, grace_s=30.0)
@@ -40,7 +40,7 @@ def _remote_trial(
     """
     url = url or f"sqlite:///{tmp_path}/e.db"
     store = Store(url)
-    study = optuna.create_study(storage=open_storage(url), study_name=name, direction="maximize")
+    study = optuna.create_study(storage=open_rdb(url), study_name=name, direction="maximize")
     store.register_worker(name, REMOTE, host="gpu-b", fingerprint="f", hardware={})
     then = store.db_now() - dt.timedelta(seconds=silent_for_s)
     with store.session() as s, s.begin():
@@ -70,7 +70,7 @@ def _remote_trial(
 
 def _recover(study: optuna.Study, store: Store, notes: Notes) -> list[int]:
     return recover_interrupted(
-        study, open_storage(store.url), store, notes, heartbeat=HEARTBEAT, reported=set()
+        study, open_rdb(store.url), store, notes, heartbeat=HEARTBEAT, reported=set()
     )
 
 
@@ -122,7 +122,7 @@ def test_a_trial_no_worker_ever_named_itself_on_is_recovered_after_the_grace(
 ) -> None:
     url = f"sqlite:///{tmp_path}/e.db"
     store = Store(url)
-    study = optuna.create_study(storage=open_storage(url), study_name="s", direction="maximize")
+    study = optuna.create_study(storage=open_rdb(url), study_name="s", direction="maximize")
     study.enqueue_trial(
         {"NCCL_PROTO": "LL"},
         user_attrs={attrs.ROLE: attrs.CONFIRM, attrs.PARAMS: {"NCCL_PROTO": "LL"}},
@@ -132,7 +132,7 @@ def test_a_trial_no_worker_ever_named_itself_on_is_recovered_after_the_grace(
 
     def recover() -> list[int]:
         return recover_interrupted(
-            study, open_storage(url), store, Notes(), heartbeat=quick, reported=set()
+            study, open_rdb(url), store, Notes(), heartbeat=quick, reported=set()
         )
 
     assert recover() == []  # within the grace: it may be starting right now

@@ -1,13 +1,14 @@
-"""One worker's stop of the study reaches the others; local stops do not (tuner/study/peers.py
+"""One worker's stop of the study reaches the others; local stops do not (tuner/study/run/peers.py
 marks it, tuner/study/policy/stops.py ``peer_stop`` reads it)."""
 
 from __future__ import annotations
 
 import optuna
 
-from tuner.study import attrs, peers
+from tuner.study import attrs
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.policy.stops import peer_stop
+from tuner.study.run import peers
 from tuner.study.state import StudyState, TrialView
 
 

@@ -1,4 +1,5 @@
-"""tuner.study.queue and tuner.study.storage: the baseline is queued once in all; SQLite waits."""
+"""tuner.study.run.queue and tuner.study.run.optuna_rdb: the baseline is queued once in all;
+SQLite waits."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
 from tuner.study import attrs
-from tuner.study.queue import Claims, claim_and_enqueue, enqueue_baselines
-from tuner.study.storage import open_storage
+from tuner.study.run.optuna_rdb import open_rdb
+from tuner.study.run.queue import Claims, claim_and_enqueue, enqueue_baselines
 
 
 def _baselines(study: optuna.Study) -> list[TrialState]:
@@ -23,7 +24,7 @@ def _baselines(study: optuna.Study) -> list[TrialState]:
 
 def test_a_running_baseline_counts_so_no_second_worker_queues_another(tmp_path: Path) -> None:
     space = load_space(write_space(tmp_path, stop={"baseline_launches": 2}))
-    storage = open_storage(f"sqlite:///{tmp_path}/db.sqlite")
+    storage = open_rdb(f"sqlite:///{tmp_path}/db.sqlite")
     study = optuna.create_study(storage=storage, study_name="fast", direction="maximize")
     enqueue_baselines(study, space)
     assert _baselines(study) == [TrialState.WAITING, TrialState.WAITING]
@@ -35,7 +36,7 @@ def test_a_running_baseline_counts_so_no_second_worker_queues_another(tmp_path: 
 
 
 def test_optunas_sqlite_engine_waits_as_long_as_tuners(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path}/db.sqlite")
+    storage = open_rdb(f"sqlite:///{tmp_path}/db.sqlite")
     assert isinstance(storage, optuna.storages.RDBStorage)
     with storage.engine.connect() as conn:
         waited_ms = conn.execute(text("PRAGMA busy_timeout")).scalar()
@@ -45,7 +46,7 @@ def test_optunas_sqlite_engine_waits_as_long_as_tuners(tmp_path: Path) -> None:
 def test_each_baseline_carries_the_slot_it_was_claimed_under(tmp_path: Path) -> None:
     space = load_space(write_space(tmp_path, stop={"baseline_launches": 2}))
     url = f"sqlite:///{tmp_path}/db.sqlite"
-    study = optuna.create_study(storage=open_storage(url), study_name="fast", direction="maximize")
+    study = optuna.create_study(storage=open_rdb(url), study_name="fast", direction="maximize")
     store = Store(url)
     enqueue_baselines(study, space, Claims(store, "fast", "gpu-a:1:1"))
     assert [t.user_attrs[attrs.CLAIM] for t in study.get_trials()] == ["baseline:0", "baseline:1"]
@@ -57,7 +58,7 @@ def test_claim_and_enqueue_queues_only_what_it_won_each_launch_carrying_the_clai
 ) -> None:
     space = load_space(write_space(tmp_path))
     url = f"sqlite:///{tmp_path}/db.sqlite"
-    study = optuna.create_study(storage=open_storage(url), study_name="fast", direction="maximize")
+    study = optuna.create_study(storage=open_rdb(url), study_name="fast", direction="maximize")
     store = Store(url)
     params = {name: "default" for name in space.spec.params}
     mine, theirs = Claims(store, "fast", "gpu-a:1:1"), Claims(store, "fast", "gpu-b:2:2")
@@ -90,7 +91,7 @@ def test_without_claims_a_claimed_launch_is_queued_and_still_carries_its_claim(
 ) -> None:
     space = load_space(write_space(tmp_path))
     study = optuna.create_study(
-        storage=open_storage(f"sqlite:///{tmp_path}/db.sqlite"), direction="maximize"
+        storage=open_rdb(f"sqlite:///{tmp_path}/db.sqlite"), direction="maximize"
     )
     params = {name: "default" for name in space.spec.params}
     assert claim_and_enqueue(study, None, "confirm", "abc:0", space.spec, params, "confirm")

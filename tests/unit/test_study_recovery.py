@@ -1,4 +1,4 @@
-"""tuner.study.recovery.worker_alive: which workers named in a trial still run."""
+"""tuner.study.run.recovery.worker_alive: which workers named in a trial still run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import psutil
 
 from tests.processes import parent_of_a_zombie, wait_until
-from tuner.study.recovery import worker_alive, worker_id
+from tuner.study.run.recovery import worker_alive, worker_id
 
 
 def _name(pid: int) -> str:

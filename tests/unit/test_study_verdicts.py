@@ -7,8 +7,9 @@ from pathlib import Path
 import optuna
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, FAILED_REASON, hand_study
-from tuner.study import attrs, verdicts
+from tuner.study import attrs
 from tuner.study.facts import analysis
+from tuner.study.run import verdicts
 from tuner.views.study_access import open_study
 
 FAST = {"NCCL_PROTO": "LL", "compilation": 3}

@@ -1,4 +1,4 @@
-"""tuner.study.workers: who may join a study, and the heartbeat of those who did."""
+"""tuner.study.run.workers: who may join a study, and the heartbeat of those who did."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from tuner.errors import ConfigError
 from tuner.storage import Store
-from tuner.study.workers import Heartbeat, WorkerSession, worker_alive
+from tuner.study.run.workers import Heartbeat, WorkerSession, worker_alive
 from tuner.telemetry.fingerprint import Fingerprint
 
 H200 = Fingerprint(facts={"gpu_count": 8, "gpu_model": "NVIDIA H200", "driver": "570.86.15"})

@@ -47,9 +47,9 @@ def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
     storage = f"sqlite:///{tmp_path}/e.db"
     store = Store(storage)
     store.ensure_study("hand", space_path=str(path), space_text=path.read_text())
-    optuna_storage = optuna.storages.RDBStorage(storage)
-    study = optuna.create_study(storage=optuna_storage, study_name="hand", direction="maximize")
-    study_id = optuna_storage.get_study_id_from_name("hand")
+    rdb = optuna.storages.RDBStorage(storage)
+    study = optuna.create_study(storage=rdb, study_name="hand", direction="maximize")
+    study_id = rdb.get_study_id_from_name("hand")
     for params, rounds in launches:
         settings = settings_from_params(space.spec, params)
         trial = study.ask()
@@ -61,7 +61,7 @@ def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
             continue
         launch_id = store.add_launch(
             study="hand",
-            trial_id=optuna_storage.get_trial_id_from_study_id_trial_number(study_id, trial.number),
+            trial_id=rdb.get_trial_id_from_study_id_trial_number(study_id, trial.number),
             trial_number=trial.number,
             role="search",
             config_hash=settings.config_hash,

@@ -275,7 +275,7 @@ def cleanup(
     Servers of dead workers on other hosts are named, not touched: run cleanup there.
     """
     from tuner.storage.driver import require_driver
-    from tuner.study.recovery import cleanup as run_cleanup
+    from tuner.study.run.recovery import cleanup as run_cleanup
     from tuner.views.console import MessageObserver
 
     require_driver(storage)  # optuna lists the studies first, and would fail with a traceback

@@ -2,7 +2,7 @@
 
 SQLAlchemy imports a URL's driver (its DBAPI module) when an engine is made: a
 ``postgresql+psycopg://`` URL without psycopg installed fails there, in tuner's engine
-(tuner/storage/store.py), optuna's (tuner/study/storage.py) or optuna-dashboard's, with
+(tuner/storage/store.py), optuna's (tuner/study/run/optuna_rdb.py) or optuna-dashboard's, with
 "No module named 'psycopg'" or optuna's "Failed to import DB access module". Each of
 those ImportErrors becomes ``missing_driver``'s StoreError instead: the URL (its password
 hidden), the driver, and the command that installs it (the ``postgres`` extra for

@@ -165,7 +165,7 @@ class ClaimRow(Base):
     ``kind`` is what is claimed (``baseline``, ``confirm``, ``simplify``, ``retry``) and
     ``key`` which one (a baseline slot, a configuration and its launch count, a trial).
     The worker whose INSERT goes through acts; every other one sees the conflict. A claim
-    on a launch whose holder died before queueing it is handed over (tuner/study/queue.py
+    on a launch whose holder died before queueing it is handed over (tuner/study/run/queue.py
     ``Claims``): the one UPDATE that still finds the dead holder in ``worker`` wins.
     """
 

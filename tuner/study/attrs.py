@@ -29,7 +29,7 @@ HOST: Final = "tuner_host"
 FINGERPRINT: Final = "tuner_fingerprint"
 """The hardware fingerprint of that host (tuner/telemetry/fingerprint.py, its digest)."""
 CLAIM: Final = "tuner_claim"
-"""Of a trial queued under a claim (tuner/study/queue.py ``Claims``): ``kind:key`` of the
+"""Of a trial queued under a claim (tuner/study/run/queue.py ``Claims``): ``kind:key`` of the
 claim, so the study says whether a claimed launch was queued (a dead worker's claim on a
 launch no trial carries expires)."""
 RETRY_OF: Final = "tuner_retry_of"

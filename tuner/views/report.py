@@ -4,7 +4,7 @@
 (tuner/report/html.py) and writes it owner-only (it names the server's settings and
 failure reasons, like the database). ``publish`` then makes the study read well in
 optuna-dashboard without tuner: the objective named, every trial's final verdict and
-the answer on the study (tuner/study/verdicts.py), and the report uploaded as an optuna
+the answer on the study (tuner/study/run/verdicts.py), and the report uploaded as an optuna
 artifact in the study's artifact folder (the previous report's artifact removed), which
 `tuner dashboard` serves.
 """
@@ -24,10 +24,11 @@ from optuna.artifacts.exceptions import ArtifactNotFound
 from tuner.report.data import build_report
 from tuner.report.html import render
 from tuner.secrets import private_dir, sqlite_file
-from tuner.study import attrs, verdicts
+from tuner.study import attrs
 from tuner.study.facts import analysis
+from tuner.study.run import verdicts
+from tuner.study.run.optuna_rdb import open_rdb
 from tuner.study.run.sweep import name_objective
-from tuner.study.storage import open_storage
 from tuner.views.study_access import open_study
 
 ARTIFACTS_PREFIX = "artifacts:"
@@ -111,7 +112,7 @@ def _remove_artifact(
     # Removed by hand or in the dashboard already: only the entry is left to drop.
     with contextlib.suppress(ArtifactNotFound):
         store.remove(artifact_id)
-    storage = open_storage(storage_url)
+    storage = open_rdb(storage_url)
     study_id = storage.get_study_id_from_name(study)
     # optuna has no call to delete a study attr; a null entry is what the dashboard's own
     # delete writes, and what it skips when it lists artifacts.
@@ -120,7 +121,7 @@ def _remove_artifact(
 
 def report_artifacts(storage_url: str, study: str) -> list[dict[str, str]]:
     """The study's artifacts as optuna records them (for tests and `tuner dashboard`)."""
-    storage: optuna.storages.BaseStorage = open_storage(storage_url)
+    storage: optuna.storages.BaseStorage = open_rdb(storage_url)
     found = storage.get_study_system_attrs(storage.get_study_id_from_name(study))
     metas = [json.loads(v) for k, v in found.items() if k.startswith(ARTIFACTS_PREFIX)]
     return [m for m in metas if m is not None]

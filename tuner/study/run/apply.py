@@ -3,7 +3,7 @@
 The policy (tuner/study/policy/next_launch.py) decides as values; ``apply`` turns them
 into effects on the study, in order: the cost plan said and recorded, the study's state
 written (tuner/study/state.py ``attr_changes``), the decision's messages said, then each
-launch claimed (once-only launches, tuner/study/queue.py ``Claims``), queued as an optuna
+launch claimed (once-only launches, tuner/study/run/queue.py ``Claims``), queued as an optuna
 trial and, when queued, its message said. A stop is the controller's to carry out
 (tuner/study/run/controller.py): it records the study's end.
 """
@@ -14,8 +14,9 @@ import optuna
 
 from tuner.events import SweepObserver
 from tuner.space.spec import SpaceSpec
-from tuner.study import attrs, queue
+from tuner.study import attrs
 from tuner.study.policy.decisions import Decision, Launch
+from tuner.study.run import queue
 from tuner.study.state import StudyState, attr_changes
 
 

@@ -6,7 +6,7 @@ launched again), reads the study (tuner/study/run/reader.py), lets the probe upd
 finding (tuner/study/run/probe.py), asks the policy what runs next
 (tuner/study/policy/next_launch.py) and applies the answer (tuner/study/run/apply.py);
 on a stop of the whole study it records the end (``finish``) and marks it for the other
-workers (tuner/study/peers.py). It also hands a running trial its pruning check.
+workers (tuner/study/run/peers.py). It also hands a running trial its pruning check.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from optuna.trial import FrozenTrial
 from tuner.events import SweepObserver
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import attrs, peers, queue, verdicts
+from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.policy import next_launch
 from tuner.study.policy.decisions import Decision, Launch
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.snapshot import Snapshot
+from tuner.study.run import peers, queue, verdicts
 from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot

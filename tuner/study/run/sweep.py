@@ -5,9 +5,9 @@
 one launch measured by the trial runner), and one callback, the ``SweepController``
 (tuner/study/run/controller.py), which carries out what the policy decides comes next
 and when to stop (tuner/study/policy/next_launch.py).
-Before the first trial it joins the study as a worker (tuner/study/workers.py: same
+Before the first trial it joins the study as a worker (tuner/study/run/workers.py: same
 hardware as the study's other workers, one live worker on SQLite, a heartbeat), recovers
-what a dead worker left behind (tuner/study/recovery.py; again after every trial), runs
+what a dead worker left behind (tuner/study/run/recovery.py; again after every trial), runs
 the pre-flight checks, and queues the baseline. Re-running the same command resumes the
 same study; several workers on one PostgreSQL database share it (docs/distributed.md).
 """
@@ -32,15 +32,16 @@ from tuner.secrets import redact_space_text
 from tuner.space import model_limits
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import attrs, queue
+from tuner.study import attrs
 from tuner.study.policy.goal import goal_for
-from tuner.study.recovery import recover_interrupted
+from tuner.study.run import queue
 from tuner.study.run.controller import SweepController
+from tuner.study.run.optuna_rdb import open_rdb, trial_id
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.probe_cache import ProbeRunner
+from tuner.study.run.recovery import recover_interrupted
 from tuner.study.run.trial import run_trial
-from tuner.study.storage import open_storage, trial_id
-from tuner.study.workers import Heartbeat, WorkerSession
+from tuner.study.run.workers import Heartbeat, WorkerSession
 from tuner.telemetry.fingerprint import Fingerprint, host_fingerprint
 from tuner.telemetry.gpu import GpuBackend, NullGpuBackend
 from tuner.trial.runner import Runner, RunnerOptions, TrialRunner
@@ -187,14 +188,14 @@ def _run_joined(
     # The space as stored: its secret values (server.env HF_TOKEN, --api-key ...) as ***.
     space_text = redact_space_text(space.path.read_text())
     store.ensure_study(name, space_path=str(space.path), space_text=space_text)
-    optuna_storage = open_storage(storage)
-    study = _open_objectives(optuna_storage, name, space, seed)
+    rdb = open_rdb(storage)
+    study = _open_objectives(rdb, name, space, seed)
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
     reported: set[int] = set()
 
     def recover() -> tuple[()]:
         recover_interrupted(
-            study, optuna_storage, store, observer, heartbeat=session.heartbeat, reported=reported
+            study, rdb, store, observer, heartbeat=session.heartbeat, reported=reported
         )
         return ()
 
@@ -239,7 +240,7 @@ def _run_joined(
             space,
             runner,
             controller,
-            launch_trial_id=trial_id(optuna_storage, name, trial.number),
+            launch_trial_id=trial_id(rdb, name, trial.number),
             model_config=model_config,
             probe=probe,
         )

@@ -19,14 +19,15 @@ from tuner.errors import BenchmarkError, LaunchError, Terminated
 from tuner.space.objectives import study_objectives
 from tuner.space.settings import Settings
 from tuner.space.spec import Space
-from tuner.study import attrs, gate, verdicts
+from tuner.study import attrs, gate
 from tuner.study.facts import feasibility
 from tuner.study.facts.limit_data import limit_data
 from tuner.study.facts.objective_values import launch_means
 from tuner.study.policy import steering
+from tuner.study.run import verdicts
 from tuner.study.run.probe import SweepProbe
+from tuner.study.run.workers import worker_id
 from tuner.study.suggest import suggest
-from tuner.study.workers import worker_id
 from tuner.trial.runner import Runner
 
 if TYPE_CHECKING:

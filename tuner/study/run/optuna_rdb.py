@@ -1,8 +1,10 @@
-"""optuna's storage, opened once and kept, so that no code reaches into private attributes.
+"""optuna's RDB storage ("the rdb"), opened once and kept, so no code reaches into private attributes.
 
-A ``Study`` does not expose its storage or a trial's id; the few places that need them
-(the launch row's optuna trial id, failing a dead worker's trial) go through the
-storage object opened here and its public ``BaseStorage`` methods.
+Three names, one database: the *storage* is the URL a user gives (``--storage``), the
+*store* is tuner's own tables through tuner/storage/ (``Store``), and the *rdb* is optuna's
+``RDBStorage`` over the same database, opened here. A ``Study`` does not expose its rdb or
+a trial's id; the few places that need them (the launch row's optuna trial id, failing a
+dead worker's trial) go through the rdb opened here and its public ``BaseStorage`` methods.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ OPTUNA_SCHEMA_LOCK_KEY = ADVISORY_LOCK_KEY + 1
 """PostgreSQL advisory lock held while optuna creates its tables (one past tuner's own)."""
 
 
-def open_storage(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
+def open_rdb(url: str, *, attempts: int = 3) -> optuna.storages.BaseStorage:
     """optuna's RDB storage for a SQLAlchemy URL (the same database as tuner's tables).
 
     Workers starting together on a fresh database race to create optuna's tables and its

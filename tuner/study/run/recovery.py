@@ -1,6 +1,6 @@
 """After a crash: what a dead worker left behind (its servers, its RUNNING trials) is recovered.
 
-A worker is a tuner process, ``host:pid:start`` (tuner/study/workers.py ``worker_id``) in
+A worker is a tuner process, ``host:pid:start`` (tuner/study/run/workers.py ``worker_id``) in
 every trial it runs. A worker is dead when:
 
 - it ran on this host and its process is gone (or its pid now names another process);
@@ -29,10 +29,11 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner import launcher
 from tuner.events import SweepObserver
 from tuner.storage import LaunchStatus, Store
-from tuner.study import attrs, queue
-from tuner.study.storage import open_storage, trial_id
-from tuner.study.workers import DeadWorkers, Heartbeat, worker_id
-from tuner.study.workers import worker_alive as worker_alive  # where callers have found it
+from tuner.study import attrs
+from tuner.study.run import queue
+from tuner.study.run.optuna_rdb import open_rdb, trial_id
+from tuner.study.run.workers import DeadWorkers, Heartbeat, worker_id
+from tuner.study.run.workers import worker_alive as worker_alive  # where callers have found it
 
 RETRY_CLAIM = "retry"
 
@@ -47,16 +48,16 @@ def cleanup(storage: str, study_name: str | None, observer: SweepObserver) -> in
         ]
     )
     store = Store(storage)
-    optuna_storage = open_storage(storage)
+    rdb = open_rdb(storage)
     for name in names:
-        study = optuna.load_study(study_name=name, storage=optuna_storage)
-        recover_interrupted(study, optuna_storage, store, observer)
+        study = optuna.load_study(study_name=name, storage=rdb)
+        recover_interrupted(study, rdb, store, observer)
     return len(names)
 
 
 def recover_interrupted(
     study: optuna.Study,
-    optuna_storage: optuna.storages.BaseStorage,
+    rdb: optuna.storages.BaseStorage,
     store: Store,
     observer: SweepObserver,
     *,
@@ -106,7 +107,7 @@ def recover_interrupted(
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         worker = _worker_of(trial)
         reason = dead.why(worker) if worker else dead.orphaned(trial)
-        if reason is not None and _fail_and_requeue(study, optuna_storage, claims, trial, reason):
+        if reason is not None and _fail_and_requeue(study, rdb, claims, trial, reason):
             failed.append(trial.number)
             again = ", its configuration queued again" if attrs.PARAMS in trial.user_attrs else ""
             observer.message(
@@ -121,7 +122,7 @@ def _worker_of(trial: FrozenTrial | None) -> str:
 
 def _fail_and_requeue(
     study: optuna.Study,
-    optuna_storage: optuna.storages.BaseStorage,
+    rdb: optuna.storages.BaseStorage,
     claims: queue.Claims,
     trial: FrozenTrial,
     reason: str,
@@ -131,9 +132,7 @@ def _fail_and_requeue(
     if not claims.take(RETRY_CLAIM, str(trial.number)):
         return False  # another worker recovers it
     try:
-        optuna_storage.set_trial_user_attr(
-            trial_id(optuna_storage, study.study_name, trial.number), attrs.REASON, reason
-        )
+        rdb.set_trial_user_attr(trial_id(rdb, study.study_name, trial.number), attrs.REASON, reason)
         study.tell(trial.number, state=TrialState.FAIL)
     except RuntimeError:  # it finished meanwhile: its worker was alive after all
         return False

@@ -26,16 +26,16 @@ from tuner.space.settings import baseline_params
 from tuner.space.spec import Scalar, Space, SpaceSpec
 from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.run.workers import DeadWorkers, Heartbeat
 from tuner.study.suggest import optuna_params
-from tuner.study.workers import DeadWorkers, Heartbeat
 
 log = logging.getLogger(__name__)
 
 
 LAUNCH_CLAIMS: Final = frozenset({"baseline", "confirm", "simplify", "retry"})
 """The kinds of claim on a launch, which expire with a dead holder that never queued it
-(``retry`` is tuner/study/recovery.py's). Any other claim, the study's hardware
-fingerprint (tuner/study/workers.py), never expires."""
+(``retry`` is tuner/study/run/recovery.py's). Any other claim, the study's hardware
+fingerprint (tuner/study/run/workers.py), never expires."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ Before a worker touches a study it joins it (``WorkerSession.join``):
 - then its row goes into ``tuner_workers`` and a daemon thread renews its heartbeat every
   ``interval_s`` by the database's clock until the worker leaves. A trial RUNNING under a
   worker whose heartbeat is older than ``grace_s`` belongs to a dead worker
-  (tuner/study/recovery.py fails it and queues its configuration again).
+  (tuner/study/run/recovery.py fails it and queues its configuration again).
 
 optuna's own heartbeat (``RDBStorage(heartbeat_interval=...)``) beats per trial and
 fails stale trials without a reason or a way to report the server left behind; this one
@@ -134,8 +134,8 @@ def heartbeat_age(row: WorkerRow, now: dt.datetime) -> float:
 class DeadWorkers:
     """Why a worker counts as dead (None: alive, or nothing says otherwise), as of now.
 
-    One rule for everything a dead worker leaves: its RUNNING trials (tuner/study/recovery.py)
-    and its claims on launches it never queued (tuner/study/queue.py ``Claims``). On this
+    One rule for everything a dead worker leaves: its RUNNING trials (tuner/study/run/recovery.py)
+    and its claims on launches it never queued (tuner/study/run/queue.py ``Claims``). On this
     host a worker is dead when its process is gone; on another host when its row says it
     exited or its heartbeat is older than ``grace_s``. This process is never dead, and a
     worker of another host with no row (a tuner before schema 2) is not known to be.
