@@ -1,4 +1,4 @@
-"""optuna's RDB storage ("the rdb"), opened once and kept, so no code reaches into private attributes.
+"""optuna's RDB storage ("the rdb"), opened once and kept: no code reaches into its privates.
 
 Three names, one database: the *storage* is the URL a user gives (``--storage``), the
 *store* is tuner's own tables through tuner/storage/ (``Store``), and the *rdb* is optuna's
