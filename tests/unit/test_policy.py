@@ -122,18 +122,6 @@ def test_a_resumed_study_queues_only_the_baseline_launches_it_lacks() -> None:
     ]
 
 
-def test_retries_of_a_dead_workers_trials_come_before_everything() -> None:
-    space = _space()
-    study = Study(space)
-    _baselines(study)
-    retry = Launch(_params(space, compilation=3), attrs.SEARCH, {attrs.RETRY_OF: 1})
-    decision = next_launch.opening(
-        study.snapshot(finished=None, retries=(retry,)), goal_for(space.spec)
-    )
-    assert decision.launches[0] is retry
-    assert len(decision.launches) == 1  # a waiting trial: no proposal beside it
-
-
 def test_what_looks_better_is_confirmed_before_any_new_search_launch() -> None:
     space = _space()
     study = Study(space)

@@ -1,5 +1,5 @@
-"""tuner.study.run.queue and tuner.study.run.optuna_rdb: the baseline is queued once in all;
-SQLite waits."""
+"""tuner.study.run.queue and tuner.study.run.optuna_rdb: the baseline is queued once in all
+(the policy's baselines, claimed as tuner/study/run/apply.py queues them); SQLite waits."""
 
 from __future__ import annotations
 
@@ -10,16 +10,28 @@ from optuna.trial import TrialState
 from sqlalchemy import text
 
 from tests.integration.sweep_helpers import write_space
-from tuner.space.spec import load_space
+from tuner.space.spec import Space, load_space
 from tuner.storage import Store
 from tuner.storage.store import SQLITE_BUSY_TIMEOUT_S
 from tuner.study import attrs
+from tuner.study.policy.next_launch import baselines
+from tuner.study.policy.snapshot import Snapshot
+from tuner.study.run.apply import queue_launch
 from tuner.study.run.optuna_rdb import open_rdb
-from tuner.study.run.queue import Claims, claim_and_enqueue, enqueue_baselines
+from tuner.study.run.queue import Claims, claim_and_enqueue
+from tuner.study.state import StudyState, TrialView
 
 
 def _baselines(study: optuna.Study) -> list[TrialState]:
     return [t.state for t in study.get_trials() if t.user_attrs.get(attrs.ROLE) == attrs.BASELINE]
+
+
+def enqueue_baselines(study: optuna.Study, space: Space, claims: Claims | None = None) -> None:
+    """The baseline launches the policy decides at the opening, queued (claimed) as apply does."""
+    trials = tuple(TrialView.of(t.number, t.state.name, t.user_attrs) for t in study.get_trials())
+    snap = Snapshot(spec=space.spec, facts=None, state=StudyState(), trials=trials, budget=9)  # type: ignore[arg-type]
+    for launch in baselines(snap):
+        queue_launch(study, space.spec, launch, claims)
 
 
 def test_a_running_baseline_counts_so_no_second_worker_queues_another(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ A pure function from a snapshot of the study (tuner/study/policy/snapshot.py) to
 ``Decision``: stop (with a reason), or the launches to queue, with the state after.
 tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
 
+0. **recovery retries** come first of all: a dead worker's trials, failed and queued again
+   by tuner/study/run/recovery.py before the policy is asked (optuna's queue is first in,
+   first out, so they run before anything decided here);
 1. another worker stopped the study: this worker stops too;
 2. the cost plan, once, after the baseline launches (said and recorded);
 3. the goal tracks the finished trial: a significant gain resets the patience;
-4. launches, in priority: **recovery retries** (a dead worker's trials, again) >
-   **confirmations** (what looks better than the incumbent, launched again);
+4. **confirmations**: what looks better than the incumbent, launched again;
 5. the study's stop rules, in order (tuner/study/policy/stops.py): budget, every launch
    failed, the probe froze every param, an exhausted grid, a plateau, the futility
    stop, idle proposals; a plateau or the futility stop first queues the **final checks**
@@ -19,8 +21,8 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    **the local search** (limits steered around) > **TPE** with the frozen params held
    (else nothing is queued and optuna's sampler proposes freely).
 
-When a run opens (``opening``: a new or resumed study), before any trial: recovery
-retries > **baselines** (the defaults, ``stop.baseline_launches`` times) > confirmations >
+When a run opens (``opening``: a new or resumed study), before any trial: (recovery
+retries) > **baselines** (the defaults, ``stop.baseline_launches`` times) > confirmations >
 the next search launch. Each step sees the launches decided before it, as if queued.
 """
 
@@ -39,7 +41,7 @@ def opening(snap: Snapshot, goal: Goal) -> Decision:
     """The decision when a run opens, before its first trial (see the module)."""
     start = snap
     launches: list[Launch] = []
-    for step in (lambda s: list(s.retries), baselines, goal.confirmations):
+    for step in (baselines, goal.confirmations):
         decided = step(snap)
         launches += decided
         snap = snap.with_queued(decided)
@@ -59,8 +61,7 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     if peer is not None:
         return Decision(stop=peer)
     start = snap
-    launches = list(snap.retries)
-    snap = snap.with_queued(launches)
+    launches: list[Launch] = []
     plan = cost_plan(snap)
     if plan is not None:
         snap = snap.with_state(snap.state.replace(plan_said=True))
@@ -89,9 +90,7 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
                 launches += checks
                 snap = snap.with_queued(checks)
                 break
-        # The study stops: nothing more is worth a launch, but a dead worker's trial
-        # stays queued for a resumed study.
-        launches = list(snap.retries)
+        launches = []  # the study stops: nothing more is worth a launch
         return decision(stop)
     worker = stops.worker_budget(snap)
     if worker is not None:

@@ -49,8 +49,6 @@ class Snapshot:
     """The local search's last answer in this worker: nothing left to propose."""
     launch_times: LaunchTimes = field(default_factory=lambda: LaunchTimes(0, None, None))
     limit_data: tuple[LimitData, ...] = ()
-    retries: tuple[Launch, ...] = ()
-    """Dead workers' trials the recovery failed just now, to launch again (first of all)."""
 
     # --- as the decision goes on ---------------------------------------------------------
 

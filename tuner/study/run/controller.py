@@ -11,7 +11,7 @@ workers (tuner/study/run/peers.py). It also hands a running trial its pruning ch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import optuna
 from optuna.trial import FrozenTrial
@@ -22,7 +22,7 @@ from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.policy import next_launch
-from tuner.study.policy.decisions import Decision, Launch
+from tuner.study.policy.decisions import Decision
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.run import peers, queue, verdicts
@@ -47,7 +47,7 @@ class SweepController:
         probe: SweepProbe | None = None,
         claims: queue.Claims | None = None,
         worker_trials: int | None = None,
-        recover: Callable[[], Sequence[Launch]] | None = None,
+        recover: Callable[[], object] | None = None,
     ) -> None:
         self.space = space
         self.spec = space.spec
@@ -77,15 +77,16 @@ class SweepController:
 
     # --- decisions -------------------------------------------------------------------------
 
-    def open(self, study: optuna.Study, retries: Sequence[Launch] = ()) -> None:
+    def open(self, study: optuna.Study) -> None:
         """Before the first trial of this run: the baseline, what a resumed study left."""
         self.memory.stop_seen = study.user_attrs.get(attrs.STOPPED_BY)
-        snap = self._snapshot(study, finished=None, retries=retries)
+        snap = self._snapshot(study, finished=None)
         self._apply(study, snap.state, next_launch.opening(snap, self.goal))
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
         self.observer.trial_finished(trial, self.spec.objective.metric)
-        retries = self.recover() if self.recover is not None else ()
+        if self.recover is not None:
+            self.recover()  # a dead worker's trial: failed, queued again before all else
         launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)
         memory = self.memory
         memory.idle_proposals = 0 if launched_now else memory.idle_proposals + 1
@@ -93,7 +94,7 @@ class SweepController:
         self._save_noise(study, facts)
         if self.probe is not None:
             self.probe.update(study, facts)  # the NCCL params it finds cannot help: frozen
-        snap = self._snapshot(study, finished=trial.number, retries=retries)
+        snap = self._snapshot(study, finished=trial.number)
         decision = next_launch.after_trial(snap, self.goal)
         self._apply(study, snap.state, decision)
         stop = decision.stop
@@ -117,9 +118,7 @@ class SweepController:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _snapshot(
-        self, study: optuna.Study, *, finished: int | None, retries: Sequence[Launch]
-    ) -> Snapshot:
+    def _snapshot(self, study: optuna.Study, *, finished: int | None) -> Snapshot:
         return snapshot(
             study,
             self.reader,
@@ -129,7 +128,6 @@ class SweepController:
             worker=self.worker,
             worker_budget=self.worker_trials,
             finished=finished,
-            retries=retries,
         )
 
     def _apply(self, study: optuna.Study, state: StudyState, decision: Decision) -> None:

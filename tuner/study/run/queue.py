@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from typing import Final
 
 import optuna
-from optuna.trial import TrialState
 
-from tuner.space.settings import baseline_params
-from tuner.space.spec import Scalar, Space, SpaceSpec
+from tuner.space.spec import Scalar, SpaceSpec
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.run.workers import DeadWorkers, Heartbeat
@@ -127,27 +125,6 @@ def claim_and_enqueue(
         enqueue(claim_attrs(kind, key))
         return True
     return claims.take_and_queue(kind, key, enqueue)
-
-
-def enqueue_baselines(study: optuna.Study, space: Space, claims: Claims | None = None) -> None:
-    """Queue the baseline until it has been, is being, or is about to be launched enough times.
-
-    A RUNNING baseline counts: another worker is measuring it right now. Each baseline
-    ever queued has a slot number (0, 1, ... in the order queued, failed ones included);
-    a worker queues slot N only if it claims it, so workers starting together queue the
-    baseline and its repeats once in all.
-    """
-    wanted = space.spec.stop.baseline_launches
-    trials = study.get_trials(deepcopy=False)
-    baselines = [t for t in trials if t.user_attrs.get(attrs.ROLE) == attrs.BASELINE]
-    have = sum(
-        1
-        for t in baselines
-        if t.state in (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
-    )
-    params = baseline_params(space.spec)
-    for slot in range(len(baselines), len(baselines) + wanted - have):
-        claim_and_enqueue(study, claims, "baseline", str(slot), space.spec, params, attrs.BASELINE)
 
 
 def enqueue_launch(

@@ -20,7 +20,6 @@ from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
 from tuner.study.facts.limit_data import limit_data
 from tuner.study.facts.plan import LaunchTimes, launch_times
-from tuner.study.policy.decisions import Launch
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState, TrialView
 
@@ -64,7 +63,6 @@ def snapshot(
     worker: str | None,
     worker_budget: int | None,
     finished: int | None,
-    retries: Sequence[Launch] = (),
 ) -> Snapshot:
     """The study as the policy sees it now."""
     facts = reader.facts()
@@ -88,5 +86,4 @@ def snapshot(
         local_done=memory.local_done,
         launch_times=times,
         limit_data=limit_data(reader.store, reader.space),
-        retries=tuple(retries),
     )

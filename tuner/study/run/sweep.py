@@ -193,11 +193,10 @@ def _run_joined(
     # A server left by a killed tuner may hold the port or GPUs the check looks at.
     reported: set[int] = set()
 
-    def recover() -> tuple[()]:
+    def recover() -> None:
         recover_interrupted(
             study, rdb, store, observer, heartbeat=session.heartbeat, reported=reported
         )
-        return ()
 
     recover()
     if preflight and runner is None:
