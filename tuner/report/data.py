@@ -168,7 +168,7 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
     if answer.trials.complete == 0:
         raise NoAnswerError(no_answer_sentence(answer))
     opened = open_study(storage, study)
-    result = analysis.analyze(opened.store, opened.space)
+    facts = analysis.analyze(opened.store, opened.space)
     launches = opened.store.launches(study)
     named = _named_configs(answer)
     trials = opened.optuna_study.get_trials(deepcopy=False)
@@ -178,8 +178,8 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
         verdict=verdict_sentence(answer),
         generated_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         history=history(launches),
-        band=noise_band(result),
-        effects=effects(result),
+        band=noise_band(facts),
+        effects=effects(facts),
         curves=curves(opened.store, launches, named),
         telemetry_kind=kind,
         telemetry=charts,
@@ -236,22 +236,22 @@ def history(launches: Iterable[LaunchRow]) -> tuple[HistoryPoint, ...]:
     return tuple(sorted(points, key=lambda p: p.trial))
 
 
-def noise_band(result: analysis.StudyAnalysis) -> NoiseBand | None:
+def noise_band(facts: analysis.StudyAnalysis) -> NoiseBand | None:
     """The baseline's mean ± 2 s.d. of the between-launch noise (None without either)."""
-    baseline = result.baseline
-    if baseline is None or result.noise is None:
+    baseline = facts.baseline
+    if baseline is None or facts.noise is None:
         return None
     center = baseline.estimate.mean
-    spread = 2 * result.noise.rel_sd * abs(center)
-    return NoiseBand(center, center - spread, center + spread, result.noise.rel_sd)
+    spread = 2 * facts.noise.rel_sd * abs(center)
+    return NoiseBand(center, center - spread, center + spread, facts.noise.rel_sd)
 
 
-def effects(result: analysis.StudyAnalysis) -> tuple[Effect, ...]:
+def effects(facts: analysis.StudyAnalysis) -> tuple[Effect, ...]:
     """Each tried setting's effect on the objective: the search model's posterior median and
     central interval at the study's confidence, largest effects first."""
-    spec = result.space.spec
+    spec = facts.space.spec
     model = EffectModel(spec)
-    model.observe(result.observations())
+    model.observe(facts.observations())
     if not model.rows:
         return ()
     draws = model.draws(np.random.default_rng(EFFECT_SEED))

@@ -221,18 +221,18 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     opened = open_study(storage, study)
     space = opened.space
     hardware = study_hardware(opened.store, study, fingerprint)
-    result = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
+    facts = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
     states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
     row = opened.store.study(study)
-    rec = result.recommendation()
-    best = result.configs.get(rec.best) if rec else None
-    recommended = result.configs.get(rec.recommended) if rec else None
+    rec = facts.recommendation()
+    best = facts.configs.get(rec.best) if rec else None
+    recommended = facts.configs.get(rec.recommended) if rec else None
     reason = rec.reason if rec is not None else None
-    front = pareto_view(result)  # several objectives: their rule recommends
+    front = pareto_view(facts)  # several objectives: their rule recommends
     if front is not None:
-        recommended, reason = result.configs[front.recommended], front.reason
+        recommended, reason = facts.configs[front.recommended], front.reason
         best = best or recommended
-    baseline = result.baseline
+    baseline = facts.baseline
     recommended_entry = config_entry(space, recommended)
     keep_defaults = None
     if recommended_entry is not None and recommended is not None:
@@ -240,7 +240,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults = baseline is not None and recommended is baseline
     gain = None
     if recommended is not None and baseline is not None and recommended is not baseline:
-        cmp = result.compare(recommended, baseline)
+        cmp = facts.compare(recommended, baseline)
         gain = GainVsBaseline(
             rel_diff=cmp.rel_diff, ci_low=cmp.ci_low, ci_high=cmp.ci_high, verdict=cmp.verdict
         )
@@ -253,7 +253,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         best=config_entry(space, best),
         recommended=recommended_entry,
         baseline=config_entry(space, baseline),
-        noise=result.noise,
+        noise=facts.noise,
         stop_reason=row.stop_reason if row else None,
         stop_detail=row.stop_detail if row else None,
         trials=TrialCounts(
@@ -265,29 +265,29 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
         probe=probe_summary(space, opened.optuna_study, recommended),
-        could_have_missed=could_have_missed(result) if keep_defaults and front is None else None,
+        could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),
         limits=limits_answer(
-            result, named := {"baseline": baseline, "best": best, "recommended": recommended}
+            facts, named := {"baseline": baseline, "best": best, "recommended": recommended}
         ),
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
     )
 
 
-def could_have_missed(result: analysis.StudyAnalysis) -> CouldHaveMissed | None:
+def could_have_missed(facts: analysis.StudyAnalysis) -> CouldHaveMissed | None:
     """The largest upper bound of a measured configuration's gain over the defaults."""
-    baseline = result.baseline
+    baseline = facts.baseline
     if baseline is None:
         return None
-    confidence = result.space.spec.stop.confidence
+    confidence = facts.space.spec.stop.confidence
     bounds = []
-    for config in result.configs.values():
+    for config in facts.configs.values():
         if config is baseline:
             continue
-        cmp = result.compare(config, baseline)
-        upper = cmp.ci_high if result.direction == "maximize" else -cmp.ci_low
+        cmp = facts.compare(config, baseline)
+        upper = cmp.ci_high if facts.direction == "maximize" else -cmp.ci_low
         bounds.append((upper, config.trials[0] if config.trials else None))
     if not bounds:
         return CouldHaveMissed(None, None, 0, confidence)

@@ -80,20 +80,20 @@ class LimitsAnswer:
 
 
 def limits_answer(
-    result: analysis.StudyAnalysis, chosen: dict[str, analysis.ConfigResult | None]
+    facts: analysis.StudyAnalysis, chosen: dict[str, analysis.ConfigResult | None]
 ) -> LimitsAnswer:
     """``chosen`` maps each of CANDIDATES to its configuration (or None)."""
-    limits = tuple(result.space.spec.objective.subject_to)
+    limits = tuple(facts.space.spec.objective.subject_to)
     per_candidate: dict[str, list[dict[str, Any]]] = {}
     for label in CANDIDATES:
         config = chosen.get(label)
-        judged = result.limit_checks.get(config.config_hash) if config is not None else None
+        judged = facts.limit_checks.get(config.config_hash) if config is not None else None
         per_candidate[label] = [c.to_json() for c in judged.checks] if judged else []
     recommended = chosen.get("recommended")
-    sign = 1.0 if result.direction == "maximize" else -1.0
+    sign = 1.0 if facts.direction == "maximize" else -1.0
     left_out = []
-    for config in sorted(result.configs.values(), key=lambda c: -sign * c.estimate.mean):
-        judged = result.limit_checks.get(config.config_hash)
+    for config in sorted(facts.configs.values(), key=lambda c: -sign * c.estimate.mean):
+        judged = facts.limit_checks.get(config.config_hash)
         if judged is None or judged.status == "feasible":
             continue
         if recommended is not None and sign * config.estimate.mean <= sign * (
@@ -113,10 +113,10 @@ def limits_answer(
             )
         )
     note = None
-    if limits and result.configs and not any(result.eligible(c) for c in result.configs.values()):
+    if limits and facts.configs and not any(facts.eligible(c) for c in facts.configs.values()):
         note = (
             f"no configuration tried meets the limits ({', '.join(limits)}): "
-            f"{len(result.configs)} measured"
+            f"{len(facts.configs)} measured"
         )
     return LimitsAnswer(limits, per_candidate, tuple(left_out), note)
 

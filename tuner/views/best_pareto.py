@@ -120,31 +120,31 @@ class ParetoView:
         return table
 
 
-def pareto_view(result: StudyAnalysis) -> ParetoView | None:
+def pareto_view(facts: StudyAnalysis) -> ParetoView | None:
     """The study's front (None without several objectives or without trusted launches)."""
-    if result.objective_estimates is None:
+    if facts.objective_estimates is None:
         return None
-    answer = pareto.front(result)
+    answer = pareto.front(facts)
     if answer is None:
         return None
     return ParetoView(
-        objectives=study_objectives(result.space.spec),
-        rows=tuple(_rows(result, answer)),
+        objectives=study_objectives(facts.space.spec),
+        rows=tuple(_rows(facts, answer)),
         recommended=answer.recommended,
         reason=answer.reason,
         keep_defaults=answer.keep_defaults,
     )
 
 
-def _rows(result: StudyAnalysis, answer: ParetoAnswer) -> list[ParetoRow]:
-    confidence = result.space.spec.stop.confidence
+def _rows(facts: StudyAnalysis, answer: ParetoAnswer) -> list[ParetoRow]:
+    confidence = facts.space.spec.stop.confidence
     recommendable = set(answer.recommendable)
     rows = []
     for entry in answer.entries:
-        config = result.configs[entry.key]
+        config = facts.configs[entry.key]
         values = []
-        for i in range(len(study_objectives(result.space.spec))):
-            estimate = pareto.estimate_of(result, entry.key, i)
+        for i in range(len(study_objectives(facts.space.spec))):
+            estimate = pareto.estimate_of(facts, entry.key, i)
             assert estimate is not None  # a candidate has every objective
             low, high = estimate.interval(confidence)
             bounded = math.isfinite(low) and math.isfinite(high)
@@ -159,7 +159,7 @@ def _rows(result: StudyAnalysis, answer: ParetoAnswer) -> list[ParetoRow]:
                 launches=len(config.launches),
                 values=tuple(values),
                 dominated_by=tuple(
-                    result.configs[k].trials[0] if result.configs[k].trials else None
+                    facts.configs[k].trials[0] if facts.configs[k].trials else None
                     for k in entry.dominated_by
                 ),
                 recommendable=entry.key in recommendable,
@@ -168,6 +168,6 @@ def _rows(result: StudyAnalysis, answer: ParetoAnswer) -> list[ParetoRow]:
             )
         )
     # Non-dominated first, then by the first objective, best first.
-    sign = 1.0 if study_objectives(result.space.spec)[0].direction == "maximize" else -1.0
+    sign = 1.0 if study_objectives(facts.space.spec)[0].direction == "maximize" else -1.0
     rows.sort(key=lambda r: (r.dominated, -sign * r.values[0].value))
     return rows

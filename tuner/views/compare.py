@@ -53,15 +53,15 @@ def compare_report(storage: str, study: str, a: int, b: int) -> CompareReport:
     """Trial ``a`` against trial ``b``; StoreError when either has no completed measurement."""
     opened = open_study(storage, study)
     space = opened.space
-    result = analysis.analyze(opened.store, space)
-    by_trial = {n: c for c in result.configs.values() for n in c.trials}
+    facts = analysis.analyze(opened.store, space)
+    by_trial = {n: c for c in facts.configs.values() for n in c.trials}
     missing = [n for n in (a, b) if n not in by_trial]
     if missing:
         raise StoreError(
             f"trial {missing[0]} of {study!r} has no completed measurement (see `tuner trials`)"
         )
     ca, cb = by_trial[a], by_trial[b]
-    cmp = result.compare(ca, cb)
+    cmp = facts.compare(ca, cb)
     return CompareReport(
         a=_side(a, ca),
         b=_side(b, cb),

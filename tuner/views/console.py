@@ -14,7 +14,7 @@ from tuner.secrets import safe_url
 from tuner.space.spec import load_space
 from tuner.study.facts.plan import CostPlan
 from tuner.study.run.locked_sweep import run_locked_sweep
-from tuner.study.run.sweep import SweepResult
+from tuner.study.run.sweep import SweepOutcome
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions
 from tuner.views.plan_text import plan_lines
@@ -86,7 +86,7 @@ def run_with_console(
     console: Console,
     worker_trials: int | None = None,
     split_by_host: bool = False,
-) -> SweepResult:
+) -> SweepOutcome:
     """Load the space, open the GPUs (or say there are none), and run the sweep live.
 
     The sweep runs with its GPUs locked (tuner/study/run/locked_sweep.py): the live view

@@ -26,5 +26,5 @@ def check_plan(space: Space, storage: str, *, console: Console) -> CostPlan:
     else:
         console.print("plan: launching the defaults once to measure the noise of a launch")
         found = launch_baseline_once(space, observer=MessageObserver(console))
-    result, rows = found
-    return baseline_plan(space, result, rows)
+    facts, rows = found
+    return baseline_plan(space, facts, rows)

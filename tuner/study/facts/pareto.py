@@ -17,9 +17,9 @@ from tuner.stats.pareto import ParetoAnswer, ParetoCandidate, ParetoJudge
 from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
 
 
-def judge_for(result: StudyAnalysis, *, confidence: float | None = None) -> ParetoJudge:
+def judge_for(facts: StudyAnalysis, *, confidence: float | None = None) -> ParetoJudge:
     """The study's objectives and test (``confidence``: the study's unless given)."""
-    spec = result.space.spec
+    spec = facts.space.spec
     objectives = study_objectives(spec)
     return ParetoJudge(
         names=tuple(o.name for o in objectives),
@@ -29,9 +29,9 @@ def judge_for(result: StudyAnalysis, *, confidence: float | None = None) -> Pare
     )
 
 
-def candidate(result: StudyAnalysis, config: ConfigResult) -> ParetoCandidate | None:
+def candidate(facts: StudyAnalysis, config: ConfigResult) -> ParetoCandidate | None:
     """``config`` with its estimate per objective; None when one objective has none."""
-    found = result.objective_estimates
+    found = facts.objective_estimates
     estimates = found.complete(config.config_hash) if found is not None else None
     if estimates is None:
         return None
@@ -39,41 +39,41 @@ def candidate(result: StudyAnalysis, config: ConfigResult) -> ParetoCandidate | 
     return ParetoCandidate(config.config_hash, estimates, config.n_changed, label)
 
 
-def trusted(result: StudyAnalysis) -> list[ParetoCandidate]:
+def trusted(facts: StudyAnalysis) -> list[ParetoCandidate]:
     """The configurations the front is made of: confirmed, feasible, measured on all."""
     out = []
-    for config in result.configs.values():
-        if result.confirmed(config) and result.eligible(config):
-            found = candidate(result, config)
+    for config in facts.configs.values():
+        if facts.confirmed(config) and facts.eligible(config):
+            found = candidate(facts, config)
             if found is not None:
                 out.append(found)
     return out
 
 
-def front(result: StudyAnalysis) -> ParetoAnswer | None:
+def front(facts: StudyAnalysis) -> ParetoAnswer | None:
     """The trusted configurations judged, and the recommendation; None without any."""
-    candidates = trusted(result)
+    candidates = trusted(facts)
     if not candidates:
         return None
-    baseline = result.baseline
-    base = candidate(result, baseline) if baseline is not None else None
-    return judge_for(result).judge(candidates, base)
+    baseline = facts.baseline
+    base = candidate(facts, baseline) if baseline is not None else None
+    return judge_for(facts).judge(candidates, base)
 
 
-def describe(result: StudyAnalysis, config: ConfigResult) -> str:
+def describe(facts: StudyAnalysis, config: ConfigResult) -> str:
     """``trial 7 [max_num_seqs=256]: output_throughput@64 1,234 ± 12, ttft_ms_p99@64 ...``."""
-    found = result.objective_estimates
+    found = facts.objective_estimates
     estimates = found.per_config.get(config.config_hash, ()) if found is not None else ()
     what = " ".join(f"{k}={v}" for k, v in config.changed.items()) or "defaults"
     values = ", ".join(
         f"{o.name} {e.mean:,.4g} ± {e.se:.2g}" if e is not None else f"{o.name} -"
-        for o, e in zip(study_objectives(result.space.spec), estimates, strict=False)
+        for o, e in zip(study_objectives(facts.space.spec), estimates, strict=False)
     )
     return f"trial {config.trials[0]} [{what}]: {values}"
 
 
-def estimate_of(result: StudyAnalysis, config_hash: str, index: int) -> stats.ConfigEstimate | None:
+def estimate_of(facts: StudyAnalysis, config_hash: str, index: int) -> stats.ConfigEstimate | None:
     """One configuration's estimate of objective ``index`` (None: not measured)."""
-    found = result.objective_estimates
+    found = facts.objective_estimates
     estimates = found.per_config.get(config_hash) if found is not None else None
     return estimates[index] if estimates is not None else None

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from tuner.events import SweepObserver
 from tuner.launcher.gpu_lock import GpuLock
 from tuner.space.spec import Space
-from tuner.study.run.sweep import SweepResult, run_sweep
+from tuner.study.run.sweep import SweepOutcome, run_sweep
 from tuner.telemetry.gpu import GpuBackend
 from tuner.trial.runner import RunnerOptions, server_gpus
 
@@ -30,7 +30,7 @@ def run_locked_sweep(
     worker_trials: int | None = None,
     split_by_host: bool = False,
     display: AbstractContextManager[object] | None = None,
-) -> SweepResult:
+) -> SweepOutcome:
     """``run_sweep`` with the server's GPUs locked for the whole run; ``gpu`` is closed.
 
     ``display`` (the live view) is entered once the GPUs are held, so a refused run shows

@@ -37,10 +37,10 @@ def stored_baseline(
     store = Store(storage)
     if store.study(space.study_name) is None:
         return None
-    result = analysis.analyze(store, space)
-    if result.baseline is None:
+    facts = analysis.analyze(store, space)
+    if facts.baseline is None:
         return None
-    return result, store.launches(space.study_name)
+    return facts, store.launches(space.study_name)
 
 
 def launch_baseline_once(
@@ -72,20 +72,20 @@ def launch_baseline_once(
             ) from exc
         finally:
             gpu.close()
-        result = analysis.analyze(store, space)
+        facts = analysis.analyze(store, space)
         rows = store.launches(space.study_name)
         store.engine.dispose()
-    return result, rows
+    return facts, rows
 
 
-def baseline_plan(space: Space, result: analysis.StudyAnalysis, rows: list[LaunchRow]) -> CostPlan:
+def baseline_plan(space: Space, facts: analysis.StudyAnalysis, rows: list[LaunchRow]) -> CostPlan:
     """The cost plan of ``space`` from a baseline's analysis and launch rows."""
-    baseline = result.baseline
-    if baseline is None or result.noise is None:
+    baseline = facts.baseline
+    if baseline is None or facts.noise is None:
         raise StoreError("plan: the baseline launch measured nothing, so there is no plan")
     return plan.cost_plan(
         space.spec,
-        result.noise,
+        facts.noise,
         plan.launch_times(rows),
         baseline_measured=len(baseline.launches),
         futility_min_trials=futility.MIN_TRIALS if space.spec.stop.futility > 0 else None,

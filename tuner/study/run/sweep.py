@@ -48,7 +48,7 @@ from tuner.trial.runner import Runner, RunnerOptions, TrialRunner
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepOutcome:
     """How a sweep ended: the study, why it stopped (``stop_reason``), and its launches."""
 
     study_name: str
@@ -123,7 +123,7 @@ def run_sweep(
     split_by_host: bool = False,
     fingerprint: Fingerprint | None = None,
     heartbeat: Heartbeat | None = None,
-) -> SweepResult:
+) -> SweepOutcome:
     """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
     ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
@@ -179,7 +179,7 @@ def _run_joined(
     preflight: bool,
     probe_runner: ProbeRunner | None,
     worker_trials: int | None,
-) -> SweepResult:
+) -> SweepOutcome:
     # The model's config.json, when it is on this machine: configurations it rules out
     # are recorded as not launched instead of failing after a load.
     model_config = model_limits.load_model_config(space)
@@ -271,9 +271,9 @@ def _run_joined(
         )
     if controller.worker_stop is not None:
         reason, detail = controller.worker_stop
-        return SweepResult(name, reason, detail, launched=launched(study))
+        return SweepOutcome(name, reason, detail, launched=launched(study))
     row = store.study(name)
-    return SweepResult(
+    return SweepOutcome(
         study_name=name,
         stop_reason=(row.stop_reason if row else None) or attrs.BUDGET,
         stop_detail=(row.stop_detail if row else None) or "",
