@@ -171,7 +171,7 @@ def test_a_real_nccl_gain_on_the_sim_is_found_and_frozen_params_are_never_launch
     recommended = best_report(storage, space.study_name).recommended
     assert recommended is not None and recommended.env.get("NCCL_PROTO") == "LL"
     study = optuna.load_study(study_name=space.study_name, storage=storage)
-    frozen = set(study.user_attrs[attrs.PROBE_VERDICT]["frozen"])
+    frozen = set(study.user_attrs[attrs.PROBE_FINDING]["frozen"])
     assert "NCCL_PROTO" not in frozen and {"NCCL_ALGO", "NCCL_BUFFSIZE"} <= frozen
     launched = [
         t.user_attrs[attrs.PARAMS] for t in study.trials if t.user_attrs.get(attrs.LAUNCHED)

@@ -50,7 +50,7 @@ def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_verdict(tmp_pat
     keys = [tuple(sorted(env.items())) for env in probe.calls]
     assert len(keys) == len(set(keys)) == 1 + 2 + 3 + 3 + 4 + 3 + 2 + 2
     study = optuna.load_study(study_name="p", storage=storage)
-    verdict = study.user_attrs[attrs.PROBE_VERDICT]
+    verdict = study.user_attrs[attrs.PROBE_FINDING]
     assert verdict["can_help"] is False and 0.5 < verdict["comm_share"] < 0.7
     report = best_report(storage, "p")
     assert report.keep_defaults is True
@@ -95,10 +95,10 @@ def test_a_real_nccl_gain_is_found_as_without_the_probe_in_fewer_launches(
     assert with_probe.env.get("NCCL_PROTO") == "LL" == without.env.get("NCCL_PROTO")
     assert probed.launched < bare.launched
     study = optuna.load_study(study_name="p", storage=storage_p)
-    frozen = set(study.user_attrs[attrs.PROBE_VERDICT]["frozen"])
+    frozen = set(study.user_attrs[attrs.PROBE_FINDING]["frozen"])
     assert "NCCL_PROTO" not in frozen and "NCCL_BUFFSIZE" in frozen
     # The probe's nominee, the faster protocol alone, is the first configuration searched.
-    assert study.user_attrs[attrs.PROBE_VERDICT]["open_values"] == {"NCCL_PROTO": ["LL"]}
+    assert study.user_attrs[attrs.PROBE_FINDING]["open_values"] == {"NCCL_PROTO": ["LL"]}
     (first, *_) = [t for t in study.trials if t.user_attrs.get(attrs.ROLE) == "search"]
     assert first.user_attrs[attrs.PROPOSER] == "probe"
     assert {k: v for k, v in first.user_attrs[attrs.PARAMS].items() if v != "default"} == {
@@ -121,7 +121,7 @@ def test_a_value_the_probe_finds_cannot_help_is_not_searched(tmp_path: Path) -> 
     _, runner, storage, _ = _sweep(tmp_path, space, "nccl-gain", trials=10, probe=probe)
     assert all(changed.get("NCCL_PROTO") != "LL128" for _, changed in runner.launched)
     study = optuna.load_study(study_name="p", storage=storage)
-    assert study.user_attrs[attrs.PROBE_VERDICT]["open_values"] == {"NCCL_PROTO": ["LL"]}
+    assert study.user_attrs[attrs.PROBE_FINDING]["open_values"] == {"NCCL_PROTO": ["LL"]}
     reasons = [t.user_attrs.get(attrs.REASON, "") for t in study.trials]
     assert any(r.startswith("NCCL_PROTO=LL128 not searched: the probe found it") for r in reasons)
 
@@ -182,7 +182,7 @@ def test_a_setting_whose_probe_fails_is_not_launched(tmp_path: Path) -> None:
     study = optuna.load_study(study_name="p", storage=storage)
     reasons = [t.user_attrs.get(attrs.REASON, "") for t in study.trials]
     assert any("it fails with these NCCL settings (NCCL WARN" in r for r in reasons)
-    assert "NCCL_PROTO" not in study.user_attrs[attrs.PROBE_VERDICT]["frozen"]
+    assert "NCCL_PROTO" not in study.user_attrs[attrs.PROBE_FINDING]["frozen"]
 
 
 def test_a_tpe_proposal_that_changes_a_frozen_param_is_not_launched(tmp_path: Path) -> None:

@@ -42,8 +42,7 @@ minus the limit (<= 0 meets it). The same values are the trial's optuna constrai
 (``Trial.set_constraint``), which optuna's samplers read (tuner/study/run/trial.py)."""
 SECONDS_TO_HEALTHY: Final = "seconds_to_healthy"
 VERDICT: Final = "tuner_verdict"
-"""Of a trial: its launch against the defaults when it was measured (study/verdicts.py).
-Of the study: the answer in one sentence, as of the end of `tuner run` or `tuner report`."""
+"""Of a trial: its launch against the defaults when it was measured (study/run/verdicts.py)."""
 # The headline metrics of the objective's level (``LaunchOutcome.headline``, named in
 # tuner/trial/runner.py HEADLINE_METRICS) are trial attrs too, for optuna-dashboard.
 
@@ -65,6 +64,11 @@ change tells the other workers of the study that it has stopped."""
 NOISE_REL_SD: Final = "noise_between_launches_rel_sd"
 LABEL: Final = "tuner_label"
 """A name to show for the study beside others (`tuner compare-studies`); set by hand."""
+ANSWER: Final = "tuner_verdict"
+"""Of the study: the answer in one sentence, as of the end of `tuner run` or `tuner report`
+(the same name as a trial's verdict, so optuna-dashboard shows both in one place)."""
+PROBE_FINDING: Final = "tuner_probe_verdict"
+"""Of the study: the probe's finding (what NCCL settings can do), by its stored name."""
 VERDICTS: Final = "tuner_verdicts"
 """Of the study: every trial's final verdict by trial number (study/verdicts.py)."""
 REPORT_ARTIFACT: Final = "tuner_report_artifact"
@@ -79,8 +83,6 @@ PROBES: Final = "tuner_probes"
 """Of the study: every probe run, by the NCCL part of its environment (the cache)."""
 PROBE_PLAN: Final = "tuner_probe_plan"
 """Of the study: the sizes probed, the objective's size, all-reduces per token."""
-PROBE_VERDICT: Final = "tuner_probe_verdict"
-"""Of the study: whether NCCL settings can help, and the params no longer searched."""
 PROBE_DISABLED: Final = "tuner_probe_disabled"
 """Of the study: why the probe is off (the default's probe failed), when it is."""
 PROBE_NOMINATED: Final = "tuner_probe_nominated"

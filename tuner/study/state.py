@@ -87,7 +87,7 @@ class StudyState:
             stop_detail=found.get(attrs.STOP_DETAIL),
             probe=ProbeMemory(
                 disabled=found.get(attrs.PROBE_DISABLED) or None,
-                finding=found.get(attrs.PROBE_VERDICT) or {},
+                finding=found.get(attrs.PROBE_FINDING) or {},
                 nominated=attrs.PROBE_NOMINATED in found,
             ),
         )

@@ -90,7 +90,7 @@ def probe_summary(
             own = json.dumps(nccl_env(space, recommended.params), sort_keys=True)
             us = means.get(own, means[default_key])
             share = comm_share(per_token * us * 1e-6, step_s)
-    verdict = study.user_attrs.get(attrs.PROBE_VERDICT) or {}
+    verdict = study.user_attrs.get(attrs.PROBE_FINDING) or {}
     trials = study.get_trials(deepcopy=False)
     return ProbeSummary(
         size=size,

@@ -83,7 +83,7 @@ def study_note(study: optuna.Study, report_name: str) -> str:
     and where the HTML report is."""
     user_attrs = study.user_attrs
     lines = [
-        f"**Answer:** {user_attrs.get(attrs.VERDICT, 'not yet')}",
+        f"**Answer:** {user_attrs.get(attrs.ANSWER, 'not yet')}",
         "",
         f"The full report is this study's artifact `{report_name}` (written by `tuner report`).",
         "",

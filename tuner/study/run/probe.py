@@ -239,7 +239,7 @@ class SweepProbe:
         finding = self.finding(study, facts.baseline)
         if finding is None:
             return
-        study.set_user_attr(attrs.PROBE_VERDICT, finding.to_json())
+        study.set_user_attr(attrs.PROBE_FINDING, finding.to_json())
         said = json.dumps(sorted(finding.frozen))
         if said != self._said:
             self._said = said

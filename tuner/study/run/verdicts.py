@@ -6,7 +6,7 @@ failed, was pruned or was not launched. ``measured_verdict`` is written onto a t
 when its launch ends (a finished optuna trial takes no more user attrs); ``final``
 verdicts, from the whole study's analysis, go onto the study (``attrs.VERDICTS``) at
 the end of `tuner run` and by `tuner report`, with the answer's sentence
-(``attrs.VERDICT``): a later launch of the same configuration or a new best changes them.
+(``attrs.ANSWER``): a later launch of the same configuration or a new best changes them.
 """
 
 from __future__ import annotations
@@ -81,5 +81,5 @@ def record_final(study: optuna.Study, facts: analysis.StudyAnalysis) -> dict[int
     verdicts = final_verdicts(facts, study.get_trials(deepcopy=False))
     # JSON object keys are strings: the dashboard shows them as they are stored.
     study.set_user_attr(attrs.VERDICTS, {str(k): v for k, v in verdicts.items()})
-    study.set_user_attr(attrs.VERDICT, answer_sentence(facts))
+    study.set_user_attr(attrs.ANSWER, answer_sentence(facts))
     return verdicts
