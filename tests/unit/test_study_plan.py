@@ -21,7 +21,8 @@ from tuner.stats.power import detectable_gain
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts import analysis
-from tuner.study.facts.plan import CostPlan, LaunchTimes, cost_plan, launch_times
+from tuner.study.facts.launch_times import LaunchTimes, launch_times
+from tuner.study.facts.plan import CostPlan, cost_plan
 from tuner.study.policy import futility
 from tuner.study.run.sweep import run_sweep
 from tuner.views.plan_text import plan_lines

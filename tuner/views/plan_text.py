@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from tuner.stats.wording import percent
-from tuner.study.facts.plan import CostPlan, pct_text, seconds_text
+from tuner.study.facts.plan import CostPlan
+from tuner.study.facts.plan_levers import pct_text, seconds_text
 
 
 def plan_lines(plan: CostPlan) -> list[str]:

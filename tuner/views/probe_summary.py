@@ -21,7 +21,7 @@ from tuner.space.spec import Space
 from tuner.study import attrs
 from tuner.study.facts import analysis
 from tuner.study.run.probe import PRUNED
-from tuner.study.run.probe_cache import Probed, decode_step_s, nccl_env
+from tuner.study.run.probe_cache import Probed, decode_step_s, nccl_key
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def probe_summary(
         if "error" not in data
     }
     means = {k: r.mean_us(size) for k, r in results.items() if r is not None and size in r.samples}
-    default_key = json.dumps(nccl_env(space, baseline_params(space.spec)), sort_keys=True)
+    default_key = nccl_key(space, baseline_params(space.spec))
     if default_key not in means:
         return None
     best_key = min(means, key=lambda k: means[k])
@@ -87,7 +87,7 @@ def probe_summary(
         step_s = decode_step_s(space, recommended.estimate.mean)
         if step_s is not None:
             measured = 1.0 / step_s
-            own = json.dumps(nccl_env(space, recommended.params), sort_keys=True)
+            own = nccl_key(space, recommended.params)
             us = means.get(own, means[default_key])
             share = comm_share(per_token * us * 1e-6, step_s)
     verdict = study.user_attrs.get(attrs.PROBE_FINDING) or {}

@@ -17,78 +17,29 @@ and the space's settings ``cost_plan`` works out, with pure arithmetic:
 ``CostPlan.to_json`` is what the sweep records (study attr ``tuner_plan``); the sweep
 hands the plan to observer.cost_plan, and tuner/views/plan_text.py says it (the lines
 printed by the sweep and by `tuner check --plan`). docs/statistics.md ("The cost plan").
-The levers' sentences (``Lever.change``, ``Lever.effect``) stay here, written beside the
-what-ifs that compute their figures; ``pct_text`` and ``seconds_text`` word figures for
-both.
+The levers (what would lower the figures) are tuner/study/facts/plan_levers.py, and what
+a launch costs tuner/study/facts/launch_times.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tuner import stats
 from tuner.space.spec import SpaceSpec
-from tuner.stats.estimates import DEFAULT_PRIOR_REL_SD
-from tuner.stats.power import DetectableGain, detectable_gain, with_requests, with_rounds
-from tuner.stats.wording import percent
-from tuner.storage import LaunchRow, LaunchStatus
+from tuner.stats.power import DetectableGain, detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.facts.launch_times import LaunchTimes
+from tuner.study.facts.plan_levers import Lever, levers
 
 PLAN_POWER = 0.5
 """The plain reading of "the smallest gain it can confirm": confirmed half the time."""
 HIGH_POWER = 0.8
 """Shown beside it: the gain confirmed four times in five."""
-
-
-@dataclass(frozen=True)
-class LaunchTimes:
-    """What a launch costs, from the stored launches: means in seconds (None: not timed)."""
-
-    launches: int
-    healthy_s: float | None
-    """Start to healthy: the model load."""
-    rest_s: float | None
-    """Healthy to stopped: the benchmark rounds and the server's stop."""
-
-    @property
-    def per_launch_s(self) -> float | None:
-        if self.healthy_s is None or self.rest_s is None:
-            return None
-        return self.healthy_s + self.rest_s
-
-
-def launch_times(rows: Sequence[LaunchRow]) -> LaunchTimes:
-    """Mean seconds to healthy and to stopped over the measured launches among ``rows``."""
-    healthy: list[float] = []
-    rest: list[float] = []
-    for row in rows:
-        if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
-            continue
-        if row.seconds_to_healthy is None or row.finished_at is None:
-            continue
-        total = (row.finished_at - row.started_at).total_seconds()
-        healthy.append(row.seconds_to_healthy)
-        rest.append(max(0.0, total - row.seconds_to_healthy))
-    if not healthy:
-        return LaunchTimes(0, None, None)
-    return LaunchTimes(len(healthy), sum(healthy) / len(healthy), sum(rest) / len(rest))
-
-
-@dataclass(frozen=True)
-class Lever:
-    """One change that would lower the cost or the smallest confirmable gain."""
-
-    change: str
-    """What to change, as the space file says it: 'benchmark.rounds: 6'."""
-    effect: str
-    """What it does, in words with the figures."""
-    gain: float | None = None
-    """The smallest confirmable gain (now) after the change, where it moves it."""
 
 
 @dataclass(frozen=True)
@@ -237,7 +188,7 @@ def cost_plan(
         f"{baseline} baseline + ~{to_gain} search to it + {stop.confirmations} to confirm it "
         f"+ {stop.patience} search after it + {candidate} for the simpler form"
     )
-    levers = _levers(spec, first_noise, times, now, mde, values, to_try_all)
+    found = levers(spec, first_noise, times, now, mde, values, to_try_all)
     return CostPlan(
         noise=noise,
         rounds=rounds,
@@ -258,7 +209,7 @@ def cost_plan(
         typical_futile=typical_futile,
         budget=budget,
         times=times,
-        levers=tuple(levers),
+        levers=tuple(found),
     )
 
 
@@ -294,105 +245,5 @@ def well_measured(noise: stats.NoiseEstimate) -> stats.NoiseEstimate:
     return dataclasses.replace(noise, dof=math.inf, within_dof=math.inf)
 
 
-def _levers(
-    spec: SpaceSpec,
-    noise: stats.NoiseEstimate,
-    times: LaunchTimes,
-    now: DetectableGain,
-    mde: Callable[..., DetectableGain],
-    values: int,
-    to_try_all: int,
-) -> list[Lever]:
-    stop, bench = spec.stop, spec.benchmark
-    rounds = bench.rounds
-    out: list[Lever] = []
-    extra = f"; each launch about {seconds_text(times.rest_s)} longer" if times.rest_s else ""
-    doubled = mde(with_rounds(noise, 2.0), 2 * rounds)
-    out.append(
-        Lever(
-            f"benchmark.rounds: {2 * rounds}",
-            _moves(now.gain, doubled.gain, "halves the within-launch variance of a launch mean")
-            + extra,
-            doubled.gain,
-        )
-    )
-    if noise.within_var is not None:
-        longer = mde(with_requests(noise, 2.0))
-        out.append(
-            Lever(
-                f"benchmark.requests: {2 * bench.requests}",
-                _moves(
-                    now.gain,
-                    longer.gain,
-                    "a longer round halves one round's variance (if requests are what "
-                    "scatter it), and the prior on restart noise follows it down to "
-                    f"{percent(DEFAULT_PRIOR_REL_SD)}",
-                )
-                + extra,
-                longer.gain,
-            )
-        )
-    confirm = mde(dataclasses.replace(noise, dof=noise.dof + 1), k_candidate=2 + stop.confirmations)
-    out.append(
-        Lever(
-            f"stop.confirmations: {stop.confirmations + 1}",
-            f"{pct_text(now.gain)} -> {pct_text(confirm.gain)}, one more launch per candidate",
-            confirm.gain,
-        )
-    )
-    more_baseline = mde(
-        dataclasses.replace(noise, dof=noise.dof + 1), k_baseline=stop.baseline_launches + 1
-    )
-    out.append(
-        Lever(
-            f"stop.baseline_launches: {stop.baseline_launches + 1}",
-            f"{pct_text(now.gain)} -> {pct_text(more_baseline.gain)}, one more launch now",
-            more_baseline.gain,
-        )
-    )
-    if spec.server.cpus is None or bench.cpus is None:
-        pins = (("server.cpus", spec.server.cpus), ("benchmark.cpus", bench.cpus))
-        unset = [name for name, cpus in pins if cpus is None]
-        out.append(
-            Lever(
-                ", ".join(unset),
-                "pinned cores keep other work off the server and the client: both kinds of "
-                "noise drop on a shared or CPU-bound host (not set)",
-            )
-        )
-    if values:
-        out.append(
-            Lever(
-                "fewer params or values",
-                f"{values} values to try take {to_try_all} search trials at "
-                f"{spec.search.max_changes} per launch before the model can clear them all",
-            )
-        )
-    return out
-
-
-def _moves(before: float, after: float, how: str) -> str:
-    if after < 0.95 * before:
-        return f"{how}: {pct_text(before)} -> {pct_text(after)}"
-    return (
-        f"hardly moves it ({pct_text(before)} -> {pct_text(after)}): between-launch noise "
-        "dominates, and only more launches per configuration lower that"
-    )
-
-
 def _finite(value: float) -> float | None:
     return None if math.isinf(value) else value
-
-
-def pct_text(value: float) -> str:
-    """A gain as the plan says it: 0.026 -> '2.6%'."""
-    return "more than 1000%" if math.isinf(value) else f"{value * 100:.1f}%"
-
-
-def seconds_text(value: float | None) -> str:
-    """Seconds as the plan says them: '4.2 s', '42 s', '7 min'; '?' when not timed."""
-    if value is None:
-        return "?"
-    if value >= 120:
-        return f"{value / 60:.0f} min"
-    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"

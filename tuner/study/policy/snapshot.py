@@ -18,8 +18,8 @@ import numpy as np
 from tuner.space.spec import SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.facts.launch_times import LaunchTimes
 from tuner.study.facts.limit_data import LimitData
-from tuner.study.facts.plan import LaunchTimes
 from tuner.study.policy import probe_narrowing
 from tuner.study.policy.decisions import Launch
 from tuner.study.state import StudyState, TrialView

@@ -22,6 +22,7 @@ from tuner.space.settings import settings_from_params
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts import analysis, plan
+from tuner.study.facts.launch_times import launch_times
 from tuner.study.facts.plan import CostPlan
 from tuner.study.policy import futility
 from tuner.telemetry.gpu import GpuBackend, open_gpu_backend
@@ -86,7 +87,7 @@ def baseline_plan(space: Space, facts: analysis.StudyAnalysis, rows: list[Launch
     return plan.cost_plan(
         space.spec,
         facts.noise,
-        plan.launch_times(rows),
+        launch_times(rows),
         baseline_measured=len(baseline.launches),
         futility_min_trials=futility.MIN_TRIALS if space.spec.stop.futility > 0 else None,
     )

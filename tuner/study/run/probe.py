@@ -55,7 +55,7 @@ from tuner.study.run.probe_cache import (
     Probed,
     ProbeRunner,
     decode_step_s,
-    nccl_env,
+    nccl_key,
     rel_sd,
     scratch_dir,
 )
@@ -110,13 +110,9 @@ class SweepProbe:
 
     # --- measuring ---------------------------------------------------------------------
 
-    def nccl_key(self, settings: Settings) -> str:
-        """The NCCL part of the environment the server would get: the cache's key."""
-        return json.dumps(nccl_env(self.space, settings.params), sort_keys=True)
-
     def measure(self, study: optuna.Study, settings: Settings) -> Probed:
         """This NCCL setting's probe, from the study's cache or run now (and cached)."""
-        key = self.nccl_key(settings)
+        key = nccl_key(self.space, settings.params)
         if key in self._memo:
             return self._memo[key]
         # Another worker (or an earlier run of this study) may have probed it already.

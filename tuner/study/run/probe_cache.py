@@ -9,6 +9,7 @@ the objective's measure (``decode_step_s``), to weigh an all-reduce against it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -77,6 +78,11 @@ def decode_step_s(space: Space, objective_value: float) -> float | None:
     if metric.startswith(("tpot_ms_", "itl_ms_")):
         return objective_value / 1000.0
     return None
+
+
+def nccl_key(space: Space, params: Mapping[str, Scalar]) -> str:
+    """The NCCL part of the environment the server would get: the probe cache's key."""
+    return json.dumps(nccl_env(space, params), sort_keys=True)
 
 
 def nccl_env(space: Space, params: Mapping[str, Scalar]) -> dict[str, str]:

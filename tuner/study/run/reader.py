@@ -18,8 +18,8 @@ import optuna
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
+from tuner.study.facts.launch_times import LaunchTimes, launch_times
 from tuner.study.facts.limit_data import limit_data
-from tuner.study.facts.plan import LaunchTimes, launch_times
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState, TrialView
 

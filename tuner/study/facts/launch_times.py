@@ -1,0 +1,45 @@
+"""What a launch costs, from the stored launches: seconds to healthy and seconds after.
+
+The cost plan (tuner/study/facts/plan.py) turns launches into hours with these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tuner.storage import LaunchRow, LaunchStatus
+
+
+@dataclass(frozen=True)
+class LaunchTimes:
+    """What a launch costs, from the stored launches: means in seconds (None: not timed)."""
+
+    launches: int
+    healthy_s: float | None
+    """Start to healthy: the model load."""
+    rest_s: float | None
+    """Healthy to stopped: the benchmark rounds and the server's stop."""
+
+    @property
+    def per_launch_s(self) -> float | None:
+        if self.healthy_s is None or self.rest_s is None:
+            return None
+        return self.healthy_s + self.rest_s
+
+
+def launch_times(rows: Sequence[LaunchRow]) -> LaunchTimes:
+    """Mean seconds to healthy and to stopped over the measured launches among ``rows``."""
+    healthy: list[float] = []
+    rest: list[float] = []
+    for row in rows:
+        if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
+            continue
+        if row.seconds_to_healthy is None or row.finished_at is None:
+            continue
+        total = (row.finished_at - row.started_at).total_seconds()
+        healthy.append(row.seconds_to_healthy)
+        rest.append(max(0.0, total - row.seconds_to_healthy))
+    if not healthy:
+        return LaunchTimes(0, None, None)
+    return LaunchTimes(len(healthy), sum(healthy) / len(healthy), sum(rest) / len(rest))
