@@ -14,18 +14,19 @@ from tuner.report import svg
 from tuner.report.data import ConfigCurve, Effect, HistoryPoint, LaunchTiming, NoiseBand, Pareto
 from tuner.report.svg import LegendItem, esc
 from tuner.report.telemetry import TelemetryChart
+from tuner.study import attrs
 
 ROLE_SHAPES = {
-    "baseline": ("square", svg.color(6)),
-    "search": ("circle", svg.color(0)),
-    "confirm": ("diamond", svg.color(1)),
-    "simplify": ("triangle", svg.color(2)),
+    attrs.BASELINE: ("square", svg.color(6)),
+    attrs.SEARCH: ("circle", svg.color(0)),
+    attrs.CONFIRM: ("diamond", svg.color(1)),
+    attrs.SIMPLIFY: ("triangle", svg.color(2)),
 }
 ROLE_NAMES = {
-    "baseline": "baseline (the defaults)",
-    "search": "search",
-    "confirm": "confirmation (a launch again)",
-    "simplify": "simplified best",
+    attrs.BASELINE: "baseline (the defaults)",
+    attrs.SEARCH: "search",
+    attrs.CONFIRM: "confirmation (a launch again)",
+    attrs.SIMPLIFY: "simplified best",
 }
 
 

@@ -24,6 +24,7 @@ from tuner.study.attrs import HOST as HOST_ATTR
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
+from tuner.study.attrs import SEARCH
 from tuner.views.study_access import open_study
 
 
@@ -72,7 +73,7 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
             TrialRow(
                 number=t.number,
                 state=t.state.name.lower(),
-                role=t.user_attrs.get(ROLE_ATTR, "search"),
+                role=t.user_attrs.get(ROLE_ATTR, SEARCH),
                 changed=changed_from_defaults(params),
                 value=t.values[0] if t.values else None,  # several objectives: the first
                 stderr=launch.objective_se if launch else None,

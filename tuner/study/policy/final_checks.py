@@ -35,7 +35,7 @@ def confirm_launch(
         params,
         attrs.CONFIRM,
         {attrs.CONFIG: config_hash},
-        claim=("confirm", f"{config_hash}:{snap.count_of(config_hash)}"),
+        claim=(attrs.CONFIRM, f"{config_hash}:{snap.count_of(config_hash)}"),
         message=message,
     )
 
@@ -83,7 +83,7 @@ def simplification(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
         simpler,
         attrs.SIMPLIFY,
         {attrs.CONFIG: config_hash},
-        claim=("simplify", best.config_hash),  # once per best, in all workers
+        claim=(attrs.SIMPLIFY, best.config_hash),  # once per best, in all workers
         copies=launches,
         message=f"trying trial {best.trials[0]} without {', '.join(dropped)}, which look idle",
     )

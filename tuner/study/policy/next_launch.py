@@ -118,7 +118,7 @@ def baselines(snap: Snapshot) -> list[Launch]:
     have = sum(1 for t in queued if t.state in ("COMPLETE", "RUNNING", "WAITING"))
     params = baseline_params(snap.spec)
     return [
-        Launch(params, attrs.BASELINE, claim=("baseline", str(slot)))
+        Launch(params, attrs.BASELINE, claim=(attrs.BASELINE, str(slot)))
         for slot in range(len(queued), len(queued) + wanted - have)
     ]
 

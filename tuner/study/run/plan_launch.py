@@ -21,6 +21,7 @@ from tuner.launcher.gpu_lock import GpuLock
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
+from tuner.study import attrs
 from tuner.study.facts import analysis, plan
 from tuner.study.facts.launch_times import launch_times
 from tuner.study.facts.plan import CostPlan
@@ -66,7 +67,7 @@ def launch_baseline_once(
         settings = settings_from_params(space.spec, {})
         try:
             with GpuLock(gpu, devices, study=space.study_name):
-                runner.run(trial_id=None, trial_number=0, role="baseline", settings=settings)
+                runner.run(trial_id=None, trial_number=0, role=attrs.BASELINE, settings=settings)
         except (LaunchError, BenchmarkError) as exc:
             raise StoreError(
                 f"plan: the baseline launch failed, so there is no plan: {exc}"
