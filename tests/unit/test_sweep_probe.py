@@ -40,7 +40,7 @@ def _sweep(  # type: ignore[no-untyped-def]
     return result, runner, storage, probe
 
 
-def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_verdict(tmp_path: Path) -> None:
+def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_finding(tmp_path: Path) -> None:
     result, runner, storage, probe = _sweep(tmp_path, nccl_space(), "kimi-k2.5-int4-tp8")
     assert result.stop_reason == "probe"
     assert "NCCL settings cannot help at these sizes" in result.stop_detail
@@ -54,7 +54,7 @@ def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_verdict(tmp_pat
     assert verdict["can_help"] is False and 0.5 < verdict["comm_share"] < 0.7
     report = best_report(storage, "p")
     assert report.keep_defaults is True
-    assert report.probe is not None and report.probe.verdict == verdict["sentence"]
+    assert report.probe is not None and report.probe.finding == verdict["sentence"]
     # The floor: 122 all-reduces of ~67 us per token cap one stream near 121 tok/s, and
     # the measured 81 tok/s spends about two thirds of its step in communication.
     assert report.probe.allreduces_per_token == 122 and report.probe.size == KIMI_SIZE
@@ -67,7 +67,7 @@ def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_verdict(tmp_pat
     text = console.export_text()
     assert "Communication floor: at most 12" in text and "single-stream" in text
     assert "of decode time in communication" in text
-    assert "Probe verdict: NCCL settings cannot help at these sizes" in text
+    assert "Probe finding: NCCL settings cannot help at these sizes" in text
 
 
 def test_a_resumed_study_probes_nothing_again(tmp_path: Path) -> None:

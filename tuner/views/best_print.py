@@ -113,8 +113,8 @@ def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
     lines.append(floor + ".")
     if probe.disabled:
         lines.append(f"Probe off: {probe.disabled}.")
-    elif probe.verdict:
-        lines.append(f"Probe verdict: {probe.verdict}.")
+    elif probe.finding:
+        lines.append(f"Probe finding: {probe.finding}.")
     if probe.pruned:
         lines.append(f"Not launched because of the probe: {probe.pruned} trial(s).")
     return lines

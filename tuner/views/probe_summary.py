@@ -1,10 +1,10 @@
-"""What `tuner best` says about the probe: the floor, the all-reduce share, the verdict.
+"""What `tuner best` says about the probe: the floor, the all-reduce share, the finding.
 
 Read from the probes a study stored (tuner/study/probing.py runs them): the defaults'
 and the fastest probe's time per all-reduce, the single-stream bound the fastest gives
 (the communication floor), the measured tokens per second of the recommended
 configuration beside it and the share of its decode step spent in all-reduce, the
-NCCL verdict and how many trials the probe kept from launching.
+NCCL finding and how many trials the probe kept from launching.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tuner.study.run.probe_cache import Probed, decode_step_s, nccl_key
 
 @dataclass(frozen=True)
 class ProbeSummary:
-    """What `tuner best` says about the probe: the floor, the share, the verdict."""
+    """What `tuner best` says about the probe: the floor, the share, the finding."""
 
     size: int
     allreduces_per_token: int
@@ -39,7 +39,8 @@ class ProbeSummary:
     """The recommended configuration's tokens per second per stream, measured."""
     comm_share: float | None
     """Share of the recommended configuration's decode step spent in all-reduce."""
-    verdict: str | None
+    finding: str | None
+    """The probe's finding about NCCL, in one sentence."""
     frozen: tuple[str, ...]
     probed: int
     pruned: int
@@ -55,7 +56,7 @@ class ProbeSummary:
             "floor_tokens_per_s": self.floor_tokens_per_s,
             "measured_tokens_per_s": self.measured_tokens_per_s,
             "comm_share": self.comm_share,
-            "verdict": self.verdict,
+            "verdict": self.finding,  # the JSON key of `tuner best` since the probe began
             "frozen": list(self.frozen),
             "probed": self.probed,
             "pruned": self.pruned,
@@ -90,7 +91,7 @@ def probe_summary(
             own = nccl_key(space, recommended.params)
             us = means.get(own, means[default_key])
             share = comm_share(per_token * us * 1e-6, step_s)
-    verdict = study.user_attrs.get(attrs.PROBE_FINDING) or {}
+    finding = study.user_attrs.get(attrs.PROBE_FINDING) or {}
     trials = study.get_trials(deepcopy=False)
     return ProbeSummary(
         size=size,
@@ -101,8 +102,8 @@ def probe_summary(
         floor_tokens_per_s=floor_tokens_per_s(per_token, means[best_key]),
         measured_tokens_per_s=measured,
         comm_share=share,
-        verdict=verdict.get("sentence"),
-        frozen=tuple(verdict.get("frozen", ())),
+        finding=finding.get("sentence"),
+        frozen=tuple(finding.get("frozen", ())),
         probed=len(cache),
         pruned=sum(1 for t in trials if str(t.user_attrs.get(attrs.REASON, "")).startswith(PRUNED)),
         disabled=study.user_attrs.get(attrs.PROBE_DISABLED),
