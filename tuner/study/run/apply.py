@@ -10,13 +10,17 @@ trial and, when queued, its message said. A stop is the controller's to carry ou
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import optuna
 
 from tuner.events import SweepObserver
 from tuner.space.spec import SpaceSpec
+from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.policy.decisions import Decision, Launch
-from tuner.study.run import queue
+from tuner.study.run import peers, queue, verdicts
 from tuner.study.state import StudyState, attr_changes
 
 
@@ -28,8 +32,11 @@ def apply(
     state: StudyState,
     claims: queue.Claims | None,
     observer: SweepObserver,
-) -> None:
-    """Carry out ``decision`` on ``study`` (whose state was ``state`` when it was taken)."""
+    store: Store,
+    facts: Callable[[], StudyAnalysis],
+) -> str | None:
+    """Carry out ``decision`` on ``study`` (whose state was ``state`` when it was taken);
+    the mark of a recorded stop (None: no stop of the study was recorded)."""
     if decision.plan is not None:
         study.set_user_attr(attrs.PLAN, decision.plan.to_json())
         observer.cost_plan(decision.plan)
@@ -41,6 +48,14 @@ def apply(
     for launch in decision.launches:
         if queue_launch(study, spec, launch, claims) and launch.message:
             observer.message(launch.message)
+    stop = decision.stop
+    if stop is None or not stop.whole_study:
+        return None
+    store.update_study(study.study_name, stop_reason=stop.reason, stop_detail=stop.detail)
+    study.set_user_attr(attrs.STOP_REASON, stop.reason)
+    study.set_user_attr(attrs.STOP_DETAIL, stop.detail)
+    verdicts.record_final(study, facts())  # every trial's verdict, for optuna-dashboard
+    return peers.mark_stop(study, stop.reason, claims.worker if claims else None)
 
 
 def queue_launch(

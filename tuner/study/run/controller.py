@@ -22,10 +22,10 @@ from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.policy import next_launch
-from tuner.study.policy.decisions import Decision
+from tuner.study.policy.decisions import Decision, Stop
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.snapshot import Snapshot
-from tuner.study.run import peers, queue, verdicts
+from tuner.study.run import queue
 from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot
@@ -100,21 +100,15 @@ class SweepController:
         stop = decision.stop
         if stop is None:
             return
-        if stop.whole_study:
-            self.finish(study, stop.reason, stop.detail)
-        else:
+        if not stop.whole_study:
             self.worker_stop = (stop.reason, stop.detail)
         study.stop()  # optuna's own way out of optimize(), after this callback
 
     def finish(self, study: optuna.Study, reason: str, detail: str) -> None:
-        """Record the study's end: its reason, every trial's verdict, the mark for the others."""
-        self.store.update_study(study.study_name, stop_reason=reason, stop_detail=detail)
-        study.set_user_attr(attrs.STOP_REASON, reason)
-        study.set_user_attr(attrs.STOP_DETAIL, detail)
-        # Every trial's verdict from the whole study, for optuna-dashboard.
-        verdicts.record_final(study, self.facts())
-        marker = peers.mark_stop(study, reason, self.worker)  # the others stop too
-        self.memory.stop_seen = marker or self.memory.stop_seen
+        """Record the study's end (Ctrl-C, a signal, a budget used before this run)."""
+        self._apply(
+            study, StudyState.from_attrs(study.user_attrs), Decision(stop=Stop(reason, detail))
+        )
 
     # --- internals -------------------------------------------------------------------------
 
@@ -131,14 +125,17 @@ class SweepController:
         )
 
     def _apply(self, study: optuna.Study, state: StudyState, decision: Decision) -> None:
-        apply(
+        marker = apply(
             decision,
             study=study,
             spec=self.spec,
             state=state,
             claims=self.claims,
             observer=self.observer,
+            store=self.store,
+            facts=self.facts,
         )
+        self.memory.stop_seen = marker or self.memory.stop_seen
         if decision.local_done is not None:
             self.memory.local_done = decision.local_done
 
