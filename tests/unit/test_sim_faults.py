@@ -6,10 +6,12 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from tests.fakes import FakeRunner
 from tuner.sim.cli import main
 from tuner.sim.faults import (
     DEFAULT_DRIFT_LAUNCHES,
@@ -208,3 +210,67 @@ def test_a_bad_counter_fails_the_start(tmp_path: Path, capsys: pytest.CaptureFix
     server = _server("--launch-index-file", str(counter))
     assert not server._count_launch(str(counter))
     assert "not a count of launches" in capsys.readouterr().err
+
+
+# -- FakeRunner ------------------------------------------------------------------------------
+class _NoStore:
+    """What FakeRunner writes to, kept nowhere."""
+
+    def add_launch(self, **fields: Any) -> int:
+        return 1
+
+    def update_launch(self, launch_id: int, **fields: Any) -> None:
+        pass
+
+
+def _means(runner: FakeRunner, launches: int) -> list[float]:
+    settings = SimpleNamespace(changed={}, params={}, config_hash="c", env={})
+    out = []
+    for n in range(launches):
+        outcome = runner.run(trial_id=n, trial_number=n, role="baseline", settings=settings)
+        out.append(sum(outcome.round_values) / len(outcome.round_values))
+    return out
+
+
+def _fake(**faults: Any) -> FakeRunner:
+    return FakeRunner(_NoStore(), "f", speed=lambda p: 100.0, between=0, within=0, **faults)
+
+
+def test_fake_runner_drift_makes_the_eleventh_launch_three_percent_slower() -> None:
+    means = _means(_fake(drift=0.03, drift_launches=10), 12)
+    assert means[0] == pytest.approx(100.0)
+    assert means[10] / means[0] == pytest.approx(0.97)
+    assert means[11] == pytest.approx(means[10])  # it stays after drift_launches
+    assert means[5] == pytest.approx(98.5)
+
+
+def test_fake_runner_cold_first_slows_only_the_first_launch() -> None:
+    means = _means(_fake(cold_first=0.05), 4)
+    assert means == pytest.approx([95.0, 100.0, 100.0, 100.0])
+
+
+def test_fake_runner_applies_the_fault_before_the_noise() -> None:
+    plain = FakeRunner(_NoStore(), "f", speed=lambda p: 100.0, seed=3, between=0.02)
+    drifted = FakeRunner(
+        _NoStore(), "f", speed=lambda p: 100.0, seed=3, between=0.02, drift=0.1, drift_launches=2
+    )
+    a, b = _means(plain, 3), _means(drifted, 3)
+    assert [y / x for x, y in zip(a, b, strict=True)] == pytest.approx([1.0, 0.95, 0.9])
+
+
+def test_fake_runner_counts_a_failed_launch_too() -> None:
+    from tuner.errors import LaunchError
+
+    calls = iter([True, False, False])
+    runner = FakeRunner(
+        _NoStore(),
+        "f",
+        speed=lambda p: 100.0,
+        between=0,
+        within=0,
+        cold_first=0.05,
+        fail=lambda p: "boom" if next(calls) else None,
+    )
+    with pytest.raises(LaunchError):
+        _means(runner, 1)
+    assert _means(runner, 2) == pytest.approx([100.0, 100.0])  # launch 0 was the failed one
