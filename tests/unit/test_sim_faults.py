@@ -195,6 +195,7 @@ def test_each_server_start_takes_the_next_index_and_its_slowdown(tmp_path: Path)
     assert first.fault_slowdown == pytest.approx(1 / 0.95)
     assert second.fault_slowdown == pytest.approx(1 / 0.995)
     assert first.speed_factor == second.speed_factor  # the seed's noise is left as it was
+    assert first.engine_speed_factor == pytest.approx(first.speed_factor / 0.95)
     cfg = second.config_json(1)
     assert (cfg["launch_index"], cfg["fault_slowdown"]) == (1, second.fault_slowdown)
 

@@ -217,6 +217,11 @@ class SimServer:
         finally:
             sock.close()
 
+    @property
+    def engine_speed_factor(self) -> float:
+        """What the engine multiplies every step by: the launch's noise, then its faults."""
+        return self.speed_factor * self.fault_slowdown
+
     def _count_launch(self, path: str) -> bool:
         """Take this launch's index from ``--launch-index-file`` and set the faults of that
         index (``fault_slowdown``, on top of the launch's noise); False (an error printed)
@@ -328,8 +333,7 @@ class SimServer:
 
     async def _serve(self, server: ModuleType, sock: socket.socket, port: int) -> int:
         st, prof, log = self.settings, self.profile, self.log
-        speed = self.speed_factor * self.fault_slowdown
-        engine = Engine(prof, st, rng=self.rng, speed_factor=speed)
+        engine = Engine(prof, st, rng=self.rng, speed_factor=self.engine_speed_factor)
         app = server.SimApp(
             engine=engine,
             profile=prof,
