@@ -110,11 +110,14 @@ def test_a_fault_without_a_counter_is_a_usage_error(
     assert "need --launch-index-file" in capsys.readouterr().err
 
 
-def test_help_lists_the_fault_flags(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_and_the_docs_list_the_fault_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for flag in ("--launch-index-file", "--cold-first-launch", "--drift ", "--drift-launches"):
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+    for flag in ("--launch-index-file PATH", "--cold-first-launch F", "--drift D"):
         assert flag in out
+        assert f"| `{flag}" in docs  # a row of the simulator-only flags' table
+    assert "--drift-launches N" in out and "`--drift-launches N`" in docs
 
 
 # -- the counter file ------------------------------------------------------------------------
