@@ -9,6 +9,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 
 from tuner.events import SweepObserver
+from tuner.sim.faults import DEFAULT_DRIFT_LAUNCHES, throughput_factor
 from tuner.telemetry.gpu import GpuInfo, GpuProcess, GpuSample
 from tuner.views.trial_line import trial_line
 
@@ -162,6 +163,12 @@ class FakeRunner:
     jitter (``within``). Failures come from ``fail(params)`` returning a reason.
     Rows go to the store as the real runner writes them, since the sweep reads them.
     ``seconds`` = (to healthy, benchmark and stop) times every launch as if it took them.
+
+    ``tuner sim``'s faults across launches (tuner/sim/faults.py), by the runner's own count of
+    launches (every call of ``run``, a failed one too, as the sim counts every start):
+    ``cold_first`` (launch 0's value x (1 - cold_first)), ``drift`` over ``drift_launches``
+    (launch k's value x (1 - drift x min(k, N) / N)). They scale ``speed(params)`` before
+    the launch's noise, and treat the value as a throughput (higher is faster).
     """
 
     def __init__(
@@ -176,6 +183,9 @@ class FakeRunner:
         fail=None,
         rounds=3,
         seconds=None,
+        cold_first=0.0,
+        drift=0.0,
+        drift_launches=DEFAULT_DRIFT_LAUNCHES,
     ):  # type: ignore[no-untyped-def]
         import random
 
@@ -183,6 +193,8 @@ class FakeRunner:
         self.speed, self.fail = speed, fail
         self.between, self.within, self.rounds = between, within, rounds
         self.seconds = seconds
+        self.cold_first, self.drift, self.drift_launches = cold_first, drift, drift_launches
+        self.launches = 0  # run calls so far: the next launch's index
         self.rng = random.Random(seed)
         self.launched: list[tuple[str, dict]] = []
 
@@ -190,6 +202,8 @@ class FakeRunner:
         from tuner.errors import LaunchError
         from tuner.trial.runner import LaunchOutcome
 
+        index = self.launches  # as the sim's --launch-index-file gives it
+        self.launches += 1
         self.launched.append((role, dict(settings.changed)))
         launch_id = self.store.add_launch(
             study=self.study,
@@ -205,7 +219,8 @@ class FakeRunner:
         if reason:
             self.store.update_launch(launch_id, status="failed", reason=reason)
             raise LaunchError(reason, exit_code=1)
-        mean = self.speed(settings.params) * (1 + self.rng.gauss(0, self.between))
+        fault = throughput_factor(index, self.cold_first, self.drift, self.drift_launches)
+        mean = self.speed(settings.params) * fault * (1 + self.rng.gauss(0, self.between))
         rounds: list[float] = []
         pruned = None
         for _ in range(self.rounds):

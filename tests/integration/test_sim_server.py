@@ -232,6 +232,23 @@ def test_noise_flags_reach_the_engine(start_sim: StartSim) -> None:
     assert plain.stop()[0] == 0
 
 
+def test_the_launch_index_file_counts_starts_and_slows_the_first(
+    start_sim: StartSim, tmp_path: Path
+) -> None:
+    counter = tmp_path / "study" / "sim-launches"
+    faults = ("--launch-index-file", str(counter), "--cold-first-launch", "0.05")
+    seen = []
+    for _ in range(2):
+        sim = start_sim(*faults)
+        sim.wait_healthy()
+        cfg = sim.config()
+        seen.append((cfg["launch_index"], cfg["fault_slowdown"]))
+        assert f"launch index {cfg['launch_index']} (from {counter})" in sim.log()
+        assert sim.stop()[0] == 0
+    assert seen == [(0, pytest.approx(1 / 0.95)), (1, 1.0)]
+    assert counter.read_text() == "2\n"
+
+
 # -- the API ---------------------------------------------------------------------------------
 def test_streaming_completion_with_usage(start_sim: StartSim) -> None:
     sim = start_sim()

@@ -80,7 +80,7 @@ def test_jitter_alone_can_exceed_a_tiny_round_noise() -> None:
     assert round_drift(0.01, 384, 0.015)[0] > 0.01
 
 
-@pytest.mark.parametrize("sd", [0.003, 0.02])
+@pytest.mark.parametrize("sd", [0.003, 0.02, 0.04])
 def test_launches_show_the_requested_between_launch_sd(sd: float) -> None:
     settings, _ = noisy("--launch-noise", str(sd))
     profile = with_noise(FLAT, settings)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tuner.nccl import NcclEnvError
+from tuner.sim.faults import DEFAULT_DRIFT_LAUNCHES, MAX_FAULT
 from tuner.sim.nccl import NcclEnv, parse_nccl_env
 from tuner.sim.profiles import PROFILES
 
@@ -178,6 +179,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="engine steps in one benchmark round, for --round-noise (about requests x "
         f"max_tokens / concurrency; default {DEFAULT_ROUND_STEPS}: 3 x 128 at concurrency 1)",
     )
+    faults = p.add_argument_group(
+        "faults across launches",
+        "A slow first launch and a drift over launches; they need --launch-index-file, which "
+        "counts the launches. Fractions like --launch-noise (0.05: 5%); all off by default.",
+    )
+    faults.add_argument(
+        "--launch-index-file",
+        default=None,
+        metavar="PATH",
+        help="a counter of launches: each start reads its launch index from PATH (0 when "
+        "missing or empty) and writes index + 1 back, under an exclusive flock; give it "
+        "'{study_dir}/sim-launches' in a space file",
+    )
+    faults.add_argument(
+        "--cold-first-launch",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="launch 0 runs with throughput x (1 - F): its decode and prefill steps take "
+        "1 / (1 - F) as long, as with a cold page or compile cache (0.05: 5%% slower; "
+        "default 0)",
+    )
+    faults.add_argument(
+        "--drift",
+        type=float,
+        default=0.0,
+        metavar="D",
+        help="launch k runs with throughput x (1 - D x min(k, N) / N), N = --drift-launches: "
+        "positive D slows down over launches (a machine that throttles or gets busier), "
+        "negative D speeds up (one that warms) (default 0)",
+    )
+    faults.add_argument(
+        "--drift-launches",
+        type=int,
+        default=DEFAULT_DRIFT_LAUNCHES,
+        metavar="N",
+        help=f"launches over which --drift builds up, then stays (default "
+        f"{DEFAULT_DRIFT_LAUNCHES})",
+    )
     sim.add_argument(
         "--time-scale",
         type=float,
@@ -254,6 +294,10 @@ class SimSettings:
     launch_noise: float | None = None  # None: the profile's launch_sd
     round_noise: float | None = None  # None: the profile's drift
     round_steps: int = DEFAULT_ROUND_STEPS
+    launch_index_file: str | None = None
+    cold_first_launch: float = 0.0  # throughput x (1 - this) at launch 0
+    drift: float = 0.0  # throughput x (1 - this x min(k, N) / N) at launch k
+    drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
     time_scale: float = 1.0
     nccl_version: str = DEFAULT_NCCL_VERSION
     fail_at_start: str | None = None
@@ -355,6 +399,25 @@ def _check_noise(flag: str, value: float | None) -> None:
         )
 
 
+def _check_faults(ns: argparse.Namespace) -> None:
+    """--cold-first-launch in [0, MAX_FAULT], --drift in [-MAX_FAULT, MAX_FAULT], and a
+    counter file whenever either is on (a fault by launch index needs the index)."""
+    lowest = {"--cold-first-launch": 0.0, "--drift": -MAX_FAULT}
+    for flag, value in (("--cold-first-launch", ns.cold_first_launch), ("--drift", ns.drift)):
+        if not math.isfinite(value) or not lowest[flag] <= value <= MAX_FAULT:
+            raise ArgError(
+                f"{flag} is a fraction in {lowest[flag]:g}..{MAX_FAULT:g} (0.05 is 5%), "
+                f"got {value:g}"
+            )
+    if ns.drift_launches < 1:
+        raise ArgError(f"--drift-launches must be positive, got {ns.drift_launches}")
+    if (ns.cold_first_launch or ns.drift) and not ns.launch_index_file:
+        raise ArgError(
+            "--cold-first-launch and --drift need --launch-index-file PATH, which counts "
+            "the launches"
+        )
+
+
 def parse_settings(
     argv: Sequence[str], env: Mapping[str, str], *, strict: bool = True
 ) -> SimSettings:
@@ -384,6 +447,7 @@ def parse_settings(
         _check_noise(flag, value)
     if ns.round_steps < 1:
         raise ArgError(f"--round-steps must be positive, got {ns.round_steps}")
+    _check_faults(ns)
     nccl_error: str | None = None
     try:
         nccl, warnings = parse_nccl_env(env)
@@ -414,6 +478,10 @@ def parse_settings(
         launch_noise=ns.launch_noise,
         round_noise=ns.round_noise,
         round_steps=ns.round_steps,
+        launch_index_file=ns.launch_index_file,
+        cold_first_launch=ns.cold_first_launch,
+        drift=ns.drift,
+        drift_launches=ns.drift_launches,
         time_scale=ns.time_scale,
         nccl_version=ns.nccl_version,
         fail_at_start=ns.fail_at_start,

@@ -25,6 +25,7 @@ from typing import Any
 from tuner.sim import model
 from tuner.sim.checks import Failure, first_failure
 from tuner.sim.engine import Engine, launch_speed_factor
+from tuner.sim.faults import LaunchIndexError, next_launch_index, slowdown
 from tuner.sim.log import Log, progress_line
 from tuner.sim.misbehave import ShmMarker, create_shm, flood_log, remove_shm, spawn_orphan
 from tuner.sim.noise import noise_json, with_noise
@@ -110,6 +111,8 @@ class SimServer:
         )
         self.rng = random.Random(self.seed)
         self.speed_factor = launch_speed_factor(self.profile, self.rng)
+        self.launch_index: int | None = None  # from --launch-index-file, read at startup
+        self.fault_slowdown = 1.0  # --cold-first-launch / --drift at this launch index
         self.stop = asyncio.Event()
         self.orphan_pid: int | None = None
         self.shm: ShmMarker | None = None
@@ -143,6 +146,8 @@ class SimServer:
             "model": self.served_names()[0],
             "served_model_names": self.served_names(),
             "launch_speed_factor": self.speed_factor,
+            "launch_index": self.launch_index,
+            "fault_slowdown": self.fault_slowdown,
             "noise": noise_json(prof),
             "seed": self.seed,
             "pid": self.pid,
@@ -194,6 +199,8 @@ class SimServer:
             )
         for warning in st.env_warnings:
             log.warning("envs.py:94", warning)
+        if st.launch_index_file and not self._count_launch(st.launch_index_file):
+            return 1
         try:
             sock = bind_socket(st.host, st.port or 0)
         except OSError as exc:
@@ -209,6 +216,32 @@ class SimServer:
             return await self._startup_and_serve(sock)
         finally:
             sock.close()
+
+    @property
+    def engine_speed_factor(self) -> float:
+        """What the engine multiplies every step by: the launch's noise, then its faults."""
+        return self.speed_factor * self.fault_slowdown
+
+    def _count_launch(self, path: str) -> bool:
+        """Take this launch's index from ``--launch-index-file`` and set the faults of that
+        index (``fault_slowdown``, on top of the launch's noise); False (an error printed)
+        when the file is unusable."""
+        st = self.settings
+        try:
+            self.launch_index = next_launch_index(path)
+        except LaunchIndexError as exc:
+            self.log.error("faults.py:60", str(exc))
+            return False
+        self.fault_slowdown = slowdown(
+            self.launch_index, st.cold_first_launch, st.drift, st.drift_launches
+        )
+        self.log.info(
+            "faults.py:90",
+            f"launch index {self.launch_index} (from {path}); steps take "
+            f"x{self.fault_slowdown:.4f} (--cold-first-launch {st.cold_first_launch:g}, "
+            f"--drift {st.drift:g} over {st.drift_launches} launches)",
+        )
+        return True
 
     async def _startup_and_serve(self, sock: socket.socket) -> int:
         st, prof, log = self.settings, self.profile, self.log
@@ -300,7 +333,7 @@ class SimServer:
 
     async def _serve(self, server: ModuleType, sock: socket.socket, port: int) -> int:
         st, prof, log = self.settings, self.profile, self.log
-        engine = Engine(prof, st, rng=self.rng, speed_factor=self.speed_factor)
+        engine = Engine(prof, st, rng=self.rng, speed_factor=self.engine_speed_factor)
         app = server.SimApp(
             engine=engine,
             profile=prof,
