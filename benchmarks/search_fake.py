@@ -53,7 +53,7 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from tuner.space.settings import settings_from_params
     from tuner.space.spec import load_space
     from tuner.storage import Store
-    from tuner.study import futility
+    from tuner.study.policy import futility
     from tuner.study.run.sweep import run_sweep
     from tuner.views.best import best_report
 
