@@ -47,17 +47,36 @@ def check_command(argv: Sequence[str], env: Mapping[str, str], found: Findings) 
 
 
 def python_module(argv: Sequence[str]) -> str | None:
-    """The module of a ``python -m MODULE ...`` command, else None."""
-    if len(argv) > 2 and is_python(argv[0]) and argv[1] == "-m":
-        return argv[2]
+    """The module of a ``python [OPTIONS] -m MODULE ...`` command, else None."""
+    i = after_python_options(argv)
+    if i is not None and i + 1 < len(argv) and argv[i] == "-m":
+        return argv[i + 1]
     return None
 
 
 def python_script(argv: Sequence[str]) -> str | None:
-    """The script of a ``python SCRIPT.py ...`` command, else None."""
-    if len(argv) > 1 and is_python(argv[0]) and argv[1].endswith(".py"):
-        return argv[1]
+    """The script of a ``python [OPTIONS] SCRIPT.py ...`` command, else None."""
+    i = after_python_options(argv)
+    if i is not None and i < len(argv) and argv[i].endswith(".py"):
+        return argv[i]
     return None
+
+
+def after_python_options(argv: Sequence[str]) -> int | None:
+    """Where a python command's own options end (``-u``, ``-O``, ``-X dev``, ``-W error``):
+    the index of ``-m`` or of the script; None when argv[0] is not a Python."""
+    if not argv or not is_python(argv[0]):
+        return None
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-W", "-X"):
+            i += 2  # an option with its value apart: -X dev
+        elif re.fullmatch(r"-[WX].+|-[bBdEIOqsSuvx]+", arg):
+            i += 1  # -Xdev, -u, -OO, -Bu
+        else:
+            break
+    return i
 
 
 def module_exists(module: str) -> bool:
@@ -95,10 +114,11 @@ def command_prefix(argv: Sequence[str]) -> list[str]:
     not a subcommand (it has a slash or a dot), so its help is the subcommand's help.
     """
     i = 1
-    if len(argv) > 2 and is_python(argv[0]) and argv[1] == "-m":
-        i = 3
-    elif python_script(argv) is not None:
-        i = 2
+    start = after_python_options(argv)
+    if python_module(argv) is not None and start is not None:
+        i = start + 2
+    elif python_script(argv) is not None and start is not None:
+        i = start + 1
     while i < len(argv) and re.fullmatch(r"[A-Za-z][\w-]*", argv[i]):
         i += 1
     return list(argv[:i])

@@ -18,6 +18,10 @@ from tuner.check import command_prefix
         (["vllm", "serve", "--model", "m"], 2),
         (["/usr/bin/python3.11", "server.py", "--port", "1"], 2),
         (["sglang", "launch", "server", "--x"], 3),
+        # python's own options before the script or module are part of the program
+        (["python3", "-u", "server.py", "--port", "1"], 3),
+        (["python3", "-X", "dev", "-OO", "-m", "mod", "--port", "1"], 6),
+        (["python3", "-Wignore", "server.py", "--port", "1"], 3),
     ],
 )
 def test_command_prefix(argv: list[str], prefix: int) -> None:

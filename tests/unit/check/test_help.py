@@ -79,6 +79,18 @@ def test_a_python_script_is_read_again_once_it_is_edited(tmp_path: Path) -> None
     assert len(list((tmp_path / "cache").glob("*.json"))) == 2  # one per version of it
 
 
+def test_a_script_started_with_python_options_is_keyed_on_its_file_too(tmp_path: Path) -> None:
+    # `python -u my_server.py`: the options before the script do not hide it from the key.
+    script = tmp_path / "my_server.py"
+    script.write_text(SCRIPT.format(more=""))
+    reader = FakeHelp(text=PLAIN_HELP)
+    argv = [sys.executable, "-u", str(script), "--port", "1"]
+    server_help(argv, {}, cache_dir=tmp_path / "cache", read_help=reader)
+    script.write_text(SCRIPT.format(more='parser.add_argument("--new-flag")\n'))
+    server_help(argv, {}, cache_dir=tmp_path / "cache", read_help=reader)
+    assert len(reader.calls) == 2  # the edited script is read again
+
+
 def test_the_same_script_is_read_once(tmp_path: Path) -> None:
     script = tmp_path / "my_server.py"
     script.write_text(SCRIPT.format(more=""))
