@@ -36,6 +36,11 @@ class Launch:
         found = self.extra_attrs.get(attrs.CONFIG)
         return str(found) if found is not None else None
 
+    @property
+    def proposer(self) -> str | None:
+        found = self.extra_attrs.get(attrs.PROPOSER)
+        return str(found) if found is not None else None
+
 
 @dataclass(frozen=True)
 class Stop:

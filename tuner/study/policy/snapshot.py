@@ -64,7 +64,7 @@ class Snapshot:
                         number=len(new),
                         state="WAITING",
                         role=launch.role,
-                        proposer=str(launch.extra_attrs.get(attrs.PROPOSER) or "") or None,
+                        proposer=launch.proposer,
                         config=launch.config,
                     )
                 )
