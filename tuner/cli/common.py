@@ -60,8 +60,9 @@ def handles_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TunerError as exc:
-            # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is.
-            err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False)
+            # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is;
+            # and one line, not cut at the console's width (a path or a fix stays whole).
+            err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(exit_code(exc)) from None
         except Terminated as stop:
             err.print(
