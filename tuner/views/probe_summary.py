@@ -1,6 +1,6 @@
 """What `tuner best` says about the probe: the floor, the all-reduce share, the finding.
 
-Read from the probes a study stored (tuner/study/probing.py runs them): the defaults'
+Read from the probes a study stored (tuner/study/run/probe.py runs them): the defaults'
 and the fastest probe's time per all-reduce, the single-stream bound the fastest gives
 (the communication floor), the measured tokens per second of the recommended
 configuration beside it and the share of its decode step spent in all-reduce, the
