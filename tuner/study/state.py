@@ -14,7 +14,7 @@ attrs. Pure: mappings in, values out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +110,11 @@ def attr_changes(old: StudyState, new: StudyState) -> dict[str, Any]:
     if new.probe.nominated and not old.probe.nominated:
         out[attrs.PROBE_NOMINATED] = True
     return out
+
+
+def launched(trials: Iterable[TrialView]) -> int:
+    """Launches run to the end (what --trials counts): a running one is not yet counted."""
+    return sum(1 for t in trials if t.launched and not t.running)
 
 
 @dataclass(frozen=True)

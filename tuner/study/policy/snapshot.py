@@ -22,7 +22,7 @@ from tuner.study.facts.launch_times import LaunchTimes
 from tuner.study.facts.limit_data import LimitData
 from tuner.study.policy import probe_narrowing
 from tuner.study.policy.decisions import Launch
-from tuner.study.state import StudyState, TrialView
+from tuner.study.state import StudyState, TrialView, launched
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,10 @@ class Snapshot:
     @property
     def launched(self) -> int:
         """Launches run to the end in all workers (what --trials counts)."""
-        return sum(1 for t in self.trials if t.launched and not t.running)
+        return launched(self.trials)
 
     def launched_by(self, worker: str | None) -> int:
-        return sum(1 for t in self.trials if t.launched and not t.running and t.worker == worker)
+        return launched(t for t in self.trials if t.worker == worker)
 
     def tried(self) -> set[str]:
         """The configurations proposed so far: launched, queued, refused or repeated."""

@@ -2,10 +2,11 @@
 the snapshot the policy decides on.
 
 The analysis of the store's launches (tuner/study/facts/analysis.py) is what every
-decision, pruning check and trial verdict reads; ``FactsReader`` recomputes it only when
-a launch was added or changed since the last read, so a trial costs one or two analyses,
-not one per question. ``snapshot`` joins the facts with optuna's trials and the study's
-state (tuner/study/state.py) into the policy's ``Snapshot``.
+decision, pruning check and trial verdict reads; ``FactsReader`` recomputes it, and each
+limit's measurements (tuner/study/facts/limit_data.py), only when a launch was added or
+changed since the last read, so a trial costs one or two analyses, not one per question.
+``snapshot`` joins the facts with optuna's trials and the study's state
+(tuner/study/state.py) into the policy's ``Snapshot``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
 from tuner.study.facts.launch_times import LaunchTimes, launch_times
-from tuner.study.facts.limit_data import limit_data
+from tuner.study.facts.limit_data import LimitData, limit_data
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState, TrialView
 
@@ -32,6 +33,7 @@ class FactsReader:
         self.space = space
         self._key: tuple[object, ...] | None = None
         self._facts: StudyAnalysis | None = None
+        self._limits: tuple[LimitData, ...] | None = None
         self.rows: Sequence[LaunchRow] = ()
 
     def facts(self) -> StudyAnalysis:
@@ -39,9 +41,25 @@ class FactsReader:
         key = tuple((r.id, r.status, r.finished_at, tuple(r.objective_rounds or ())) for r in rows)
         if self._facts is None or key != self._key:
             self._facts = analyze(self.store, self.space, rows=rows)
+            self._limits = None
             self._key = key
         self.rows = rows
         return self._facts
+
+    def limit_data(self) -> tuple[LimitData, ...]:
+        """Each limit's measurements (none without ``objective.subject_to``), read again
+        only when the launches changed."""
+        self.facts()
+        if self._limits is None:
+            self._limits = limit_data(self.store, self.space)
+        return self._limits
+
+
+def trial_views(study: optuna.Study) -> tuple[TrialView, ...]:
+    """Every trial of the study as the decisions see it."""
+    return tuple(
+        TrialView.of(t.number, t.state.name, t.user_attrs) for t in study.get_trials(deepcopy=False)
+    )
 
 
 @dataclass
@@ -67,9 +85,7 @@ def snapshot(
     """The study as the policy sees it now."""
     facts = reader.facts()
     state = StudyState.from_attrs(study.user_attrs)
-    trials = tuple(
-        TrialView.of(t.number, t.state.name, t.user_attrs) for t in study.get_trials(deepcopy=False)
-    )
+    trials = trial_views(study)
     times = launch_times(reader.rows) if not state.plan_said else LaunchTimes(0, None, None)
     return Snapshot(
         spec=reader.space.spec,
@@ -85,5 +101,5 @@ def snapshot(
         idle_proposals=memory.idle_proposals,
         local_done=memory.local_done,
         launch_times=times,
-        limit_data=limit_data(reader.store, reader.space),
+        limit_data=reader.limit_data(),
     )

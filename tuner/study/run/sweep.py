@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import optuna
 import sqlalchemy.exc
-from optuna.trial import TrialState
 
 from tuner import stats
 from tuner.check import check_space
@@ -32,13 +31,14 @@ from tuner.secrets import redact_space_text
 from tuner.space import model_limits
 from tuner.space.spec import Space
 from tuner.storage import Store
-from tuner.study import attrs
+from tuner.study import attrs, state
 from tuner.study.policy.goal import goal_for
 from tuner.study.run import queue
 from tuner.study.run.controller import SweepController
 from tuner.study.run.optuna_rdb import open_rdb, trial_id
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.probe_cache import ProbeRunner
+from tuner.study.run.reader import trial_views
 from tuner.study.run.recovery import recover_interrupted
 from tuner.study.run.trial import run_trial
 from tuner.study.run.workers import Heartbeat, WorkerSession
@@ -283,11 +283,7 @@ def _run_joined(
 
 def launched(study: optuna.Study) -> int:
     """Launches run to the end in all workers (what --trials counts)."""
-    return sum(
-        1
-        for t in study.get_trials(deepcopy=False)
-        if t.user_attrs.get(attrs.LAUNCHED) and t.state != TrialState.RUNNING
-    )
+    return state.launched(trial_views(study))
 
 
 def _open_objectives(

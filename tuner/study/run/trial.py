@@ -21,7 +21,6 @@ from tuner.space.settings import Settings
 from tuner.space.spec import Space
 from tuner.study import attrs, gate
 from tuner.study.facts import feasibility
-from tuner.study.facts.limit_data import limit_data
 from tuner.study.facts.objective_values import launch_means
 from tuner.study.policy import steering
 from tuner.study.run import verdicts
@@ -155,7 +154,7 @@ def _limit_refusal(
     controller: SweepController, space: Space, settings: Settings, seed: int
 ) -> str | None:
     """A TPE proposal likely to break a limit (the local search's were steered already)."""
-    data = limit_data(controller.store, space)
+    data = controller.reader.limit_data()
     return steering.refusal(data, space.spec, settings.params, seed)
 
 
