@@ -96,6 +96,15 @@ def _baselines(study: Study, value: float = 100.0) -> None:
     study.launch(attrs.BASELINE, [value * 1.002, value, value * 1.001])
 
 
+def _confirmed_gain(study: Study) -> str | None:
+    """A search trial 20% faster with NCCL_PROTO=LL and -O3, and its confirmation: the best."""
+    study.launch(
+        attrs.SEARCH, [120.0, 120.1, 119.9], proposer=attrs.LOCAL, NCCL_PROTO="LL", compilation=3
+    )
+    study.launch(attrs.CONFIRM, [120.1, 120.0, 119.8], NCCL_PROTO="LL", compilation=3)
+    return study.trials[-1].config
+
+
 def _changed(launch: Launch) -> Mapping[str, Scalar]:
     return {k: v for k, v in launch.params.items() if v != "default"}
 
@@ -175,11 +184,7 @@ def test_a_plateau_first_queues_the_simpler_form_of_the_best_then_stops() -> Non
     space = _space()
     study = Study(space)
     _baselines(study)
-    study.launch(
-        attrs.SEARCH, [120.0, 120.1, 119.9], proposer=attrs.LOCAL, NCCL_PROTO="LL", compilation=3
-    )
-    study.launch(attrs.CONFIRM, [120.1, 120.0, 119.8], NCCL_PROTO="LL", compilation=3)
-    best = study.trials[-1].config
+    best = _confirmed_gain(study)
     for value in (0, 3):  # three search trials without a gain: patience 3 used up
         study.launch(
             attrs.SEARCH,
@@ -277,11 +282,7 @@ def test_the_budgets_last_launches_go_to_the_checks_before_the_answer() -> None:
     space = _space()
     study = Study(space)
     _baselines(study)
-    study.launch(
-        attrs.SEARCH, [120.0, 120.1, 119.9], proposer=attrs.LOCAL, NCCL_PROTO="LL", compilation=3
-    )
-    study.launch(attrs.CONFIRM, [120.1, 120.0, 119.8], NCCL_PROTO="LL", compilation=3)
-    best = study.trials[-1].config
+    best = _confirmed_gain(study)
     study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
     snap = study.snapshot(
         budget=len(study.rows) + 2, state=StudyState(incumbent=best, last_gain_trial=3)
