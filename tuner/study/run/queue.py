@@ -133,18 +133,11 @@ def enqueue_launch(
     params: Mapping[str, Scalar],
     role: attrs.Role,
     extra_attrs: Mapping[str, object] | None = None,
-    *,
-    claim: tuple[str, str] | None = None,
 ) -> None:
     """Queue one launch of ``params`` in ``role`` (baseline, search, confirm, simplify);
-    ``claim``: the (kind, key) this worker won to queue it, which the trial carries."""
+    a claimed one carries its claim among ``extra_attrs`` (``claim_and_enqueue``)."""
     study.enqueue_trial(
         dict(optuna_params(spec, params)),
-        user_attrs={
-            attrs.ROLE: role,
-            attrs.PARAMS: dict(params),
-            **(extra_attrs or {}),
-            **(claim_attrs(*claim) if claim is not None else {}),
-        },
+        user_attrs={attrs.ROLE: role, attrs.PARAMS: dict(params), **(extra_attrs or {})},
         skip_if_exists=False,
     )
