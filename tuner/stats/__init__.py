@@ -3,9 +3,11 @@
 One module per job: ``student_t`` (the t distribution, so the package needs no scipy),
 ``estimates`` (launches, between-launch noise, a configuration's mean and error),
 ``compare`` (the Welch verdict and pruning), ``recommend`` (what to recommend and why),
-``wording`` (figures in sentences). docs/statistics.md explains the model.
+``wording`` (figures in sentences), ``binomial`` (exact bounds of a proportion, for the
+benchmarks). docs/statistics.md explains the model.
 """
 
+from tuner.stats.binomial import clopper_pearson_lower, clopper_pearson_upper
 from tuner.stats.compare import (
     Comparison,
     Direction,
@@ -36,6 +38,8 @@ __all__ = [
     "Recommendation",
     "Verdict",
     "between_launch_variance",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
     "compare",
     "config_estimate",
     "is_significant_gain",
