@@ -14,21 +14,35 @@ real benchmark confirms it. It measures the decisions only: no launcher, no HTTP
     python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --trace
     python benchmarks/search_fake.py --max-confirmations 1 --baseline-launches 3   # stop rules
     python benchmarks/search_fake.py --cases hidden-gain,flat,interaction --noise 0.01 --probe
+    python benchmarks/search_fake.py --cases flat --patience 16 --budget 30 --jobs 2
+    python benchmarks/search_fake.py --cases flat --cold-first 0.05 --drift -0.03   # a warming box
 
 ``--trace`` prints each study's launches by role (b baseline, s search, c confirm, x
 simplify; in capitals when the configuration is within 2% of the optimum). Cases: flat,
 hidden-gain and interaction, as in search_efficiency.py. ``--probe`` adds sim.yaml's
 all-reduce probe on the case's profile, with a comm share of 0.67 given (the fake
 runner's tok/s are not the profile's, so the share cannot be measured).
+
+``--cold-first`` and ``--drift`` over ``--drift-launches`` are the faults across launches of
+tuner/sim/faults.py, applied by the fake runner by its own count of launches (a negative
+drift is a machine that warms up: later launches are faster, which makes false gains).
+``--patience`` and ``--budget`` override sim.yaml's stop.patience and the case's launch
+budget; ``--jobs`` runs a case's seeds in that many processes (each study has its own
+folder and SQLite file, so they are independent and the results the same as with one).
+benchmarks/false_gains.py calls :func:`run_case` / :func:`run_seeds` with :class:`Options`.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
+from tuner.sim.faults import DEFAULT_DRIFT_LAUNCHES  # noqa: E402
+
 CASES = {
     "flat": (20, 1.0),
     "hidden-gain": (30, 1.08),
@@ -45,9 +61,39 @@ CASES = {
 }  # budget, optimum
 WITHIN = 0.98
 ROLE_LETTERS = {"baseline": "b", "search": "s", "confirm": "c", "simplify": "x"}
+_MIN_TRIALS: list[int] = []  # futility.MIN_TRIALS as imported, before any override
 
 
-def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Options:
+    """One study's knobs; a None keeps sim.yaml's stop value or the case's budget."""
+
+    noise: float = 0.004  # rel sd of each kind of noise (between and within launches)
+    futility: float = 0.05  # stop.futility (0: off)
+    min_trials: int | None = None  # override of futility.MIN_TRIALS
+    max_changes: int = 3  # search.max_changes
+    max_confirmations: int | None = None  # stop.max_confirmations
+    baseline_launches: int | None = None  # stop.baseline_launches
+    patience: int | None = None  # stop.patience
+    budget: int | None = None  # launches (CASES' budget)
+    probe: bool = False  # sim.yaml's probe, on the case's profile
+    cold_first: float = 0.0  # launch 0 runs x (1 - cold_first)
+    drift: float = 0.0  # launch k runs x (1 - drift x min(k, N) / N); < 0 warms up
+    drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
+
+    def budget_for(self, case: str) -> int:
+        return self.budget if self.budget is not None else CASES[case][0]
+
+
+def run_case(
+    case: str, seed: int, options: Options | None = None, **overrides: Any
+) -> dict[str, Any]:
+    """One seeded study of ``case``: its stop, launches, answer and seconds.
+
+    ``options`` (default: Options()) with any field replaced by a keyword, e.g.
+    ``run_case("flat", 3, noise=0.04, patience=16, budget=30)``.
+    """
+    args = Options(**{**asdict(options or Options()), **overrides})
     from tests.fakes import FakeRunner
     from tuner.sim import parse_settings, relative_speed
     from tuner.space.settings import settings_from_params
@@ -57,11 +103,16 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     from tuner.study.run.sweep import run_sweep
     from tuner.views.best import best_report
 
-    if args.min_trials is not None:
-        futility.MIN_TRIALS = args.min_trials  # a diagnostic override of the floor
-    budget, optimum = CASES[case]
+    t0 = time.monotonic()
+    # A diagnostic override of the floor; a worker process that ran one study with an
+    # override runs the next one without it at the default again.
+    _MIN_TRIALS[:] = _MIN_TRIALS or [futility.MIN_TRIALS]
+    futility.MIN_TRIALS = args.min_trials if args.min_trials is not None else _MIN_TRIALS[0]
+    budget, optimum = args.budget_for(case), CASES[case][1]
     base = yaml.safe_load((ROOT / "search_spaces" / "sim.yaml").read_text())
     stop = {**base["stop"], "futility": args.futility}
+    if args.patience is not None:
+        stop["patience"] = args.patience
     if args.baseline_launches is not None:
         stop["baseline_launches"] = args.baseline_launches
     if args.max_confirmations is not None:
@@ -108,6 +159,9 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             between=args.noise,
             within=args.noise,
             seed=seed,
+            cold_first=args.cold_first,
+            drift=args.drift,
+            drift_launches=args.drift_launches,
         )
         result = run_sweep(space, storage=storage, n_trials=budget, seed=seed, runner=runner)
         report = best_report(storage, space.study_name)
@@ -130,7 +184,36 @@ def run_case(case: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
             )
             if optimum > 1.0
             else "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
+            "seconds": time.monotonic() - t0,
         }
+
+
+def _run_one(job: tuple[str, int, Options]) -> dict[str, Any]:
+    return run_case(*job)
+
+
+def run_seeds(
+    case: str,
+    seeds: Iterable[int],
+    options: Options | None = None,
+    jobs: int = 1,
+    pool: ProcessPoolExecutor | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`run_case` for each seed, in seed order: in this process (``jobs`` 1), in
+    ``pool`` when given, else in a pool of ``jobs`` processes made for the call."""
+    work = [(case, seed, options or Options()) for seed in seeds]
+    if pool is not None:
+        return list(pool.map(_run_one, work))
+    if jobs <= 1 or len(work) <= 1:
+        return [_run_one(job) for job in work]
+    with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as own:
+        return list(own.map(_run_one, work))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-quantile (0 < q <= 1) of a non-empty list: one of its values."""
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(q * len(ranked) - 1e-9) - 1)]
 
 
 def main() -> int:
@@ -146,17 +229,35 @@ def main() -> int:
     p.add_argument("--baseline-launches", type=int, default=None, help="stop.baseline_launches")
     p.add_argument("--trace", action="store_true", help="print each study's launch roles")
     p.add_argument("--probe", action="store_true", help="sim.yaml's probe, on the case's profile")
+    p.add_argument("--patience", type=int, default=None, help="stop.patience (sim.yaml's: 8)")
+    p.add_argument("--budget", type=int, default=None, help="launches (the case's: flat 20)")
+    p.add_argument("--cold-first", type=float, default=0.0, help="launch 0 runs x (1 - F)")
+    p.add_argument("--drift", type=float, default=0.0, help="drift D (< 0: a warming machine)")
+    p.add_argument(
+        "--drift-launches", type=int, default=DEFAULT_DRIFT_LAUNCHES, help="drift over N"
+    )
+    p.add_argument("--jobs", type=int, default=1, help="processes per case (default 1)")
     args = p.parse_args()
+    options = Options(**{f.name: getattr(args, f.name) for f in fields(Options)})
+    extra = ""
+    if args.patience is not None:
+        extra += f", patience {args.patience}"
+    if args.budget is not None:
+        extra += f", budget {args.budget}"
+    if args.cold_first or args.drift:
+        extra += (
+            f", cold first {args.cold_first:g}, drift {args.drift:g} "
+            f"over {args.drift_launches} launches"
+        )
     print(
         f"search_fake: noise {args.noise:g} each kind, futility {args.futility:g}, "
-        f"min trials {args.min_trials or 'default'}, probe {'on' if args.probe else 'off'}, "
-        f"seeds {args.first_seed}..{args.first_seed + args.studies - 1}"
+        f"min trials {args.min_trials or 'default'}, probe {'on' if args.probe else 'off'}"
+        f"{extra}, seeds {args.first_seed}..{args.first_seed + args.studies - 1}"
     )
     for case in args.cases.split(","):
         t0 = time.monotonic()
-        rows = [
-            run_case(case, s, args) for s in range(args.first_seed, args.first_seed + args.studies)
-        ]
+        seeds = range(args.first_seed, args.first_seed + args.studies)
+        rows = run_seeds(case, seeds, options, jobs=args.jobs)
         n = len(rows)
         if args.trace:
             for r in rows:
