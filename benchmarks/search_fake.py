@@ -60,7 +60,7 @@ CASES = {
     "interaction": (30, 1.07 * 1.025),
 }  # budget, optimum
 WITHIN = 0.98
-ROLE_LETTERS = {"baseline": "b", "search": "s", "confirm": "c", "simplify": "x"}
+ROLE_LETTERS = {"baseline": "b", "search": "s", "confirm": "c", "simplify": "x", "final": "f"}
 _MIN_TRIALS: list[int] = []  # futility.MIN_TRIALS as imported, before any override
 
 

@@ -201,11 +201,15 @@ def test_a_plateau_first_queues_the_simpler_form_of_the_best_then_stops() -> Non
     assert launch.role == attrs.SIMPLIFY and launch.copies == 2
     assert launch.claim == ("simplify", best)
     assert decision.state is not None and best in decision.state.simplified
-    # Once simplified (and nothing pending), the same plateau stops the study.
+    # Once simplified (and nothing pending), the same plateau first queues the final
+    # comparison of the candidate, a change: the stop waits for its launches.
     done = StudyState(incumbent=best, last_gain_trial=3, simplified=(best,))
-    stopped = next_launch.after_trial(study.snapshot(state=done), goal_for(space.spec))
-    assert stopped.stop is not None and stopped.stop.reason == attrs.PLATEAU
-    assert "in 3 trials" in stopped.stop.detail and stopped.launches == ()
+    final = next_launch.after_trial(study.snapshot(state=done), goal_for(space.spec))
+    assert final.stop is None
+    assert [launch.role for launch in final.launches] == [attrs.FINAL] * 4
+    assert final.state is not None and final.state.final_trigger is not None
+    assert final.state.final_trigger["reason"] == attrs.PLATEAU
+    assert "in 3 trials" in final.state.final_trigger["detail"]
 
 
 def test_the_budget_stops_the_study_and_drops_what_it_would_have_confirmed() -> None:
@@ -284,14 +288,79 @@ def test_the_budgets_last_launches_go_to_the_checks_before_the_answer() -> None:
     _baselines(study)
     best = _confirmed_gain(study)
     study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
-    snap = study.snapshot(
-        budget=len(study.rows) + 2, state=StudyState(incumbent=best, last_gain_trial=3)
+    snap = study.snapshot(  # room for the simplification (2) and the final comparison (4)
+        budget=len(study.rows) + 6, state=StudyState(incumbent=best, last_gain_trial=3)
     )
     decision = next_launch.after_trial(snap, goal_for(space.spec))
     assert [(launch.role, _changed(launch)) for launch in decision.launches] == [
         (attrs.SIMPLIFY, {"NCCL_PROTO": "LL"})  # -O3 did nothing alone: dropped
     ]
     assert decision.stop is None
+
+
+def test_the_budgets_very_last_launches_go_to_the_final_comparison() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    best = _confirmed_gain(study)
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
+    snap = study.snapshot(budget=len(study.rows) + 4, state=StudyState(incumbent=best))
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert [(launch.role, launch.config == best) for launch in decision.launches] == [
+        (attrs.FINAL, True),
+        (attrs.FINAL, False),
+        (attrs.FINAL, False),
+        (attrs.FINAL, True),
+    ]  # C B B C: a linear drift falls on both sides alike
+    assert [launch.claim for launch in decision.launches] == [
+        (attrs.FINAL, f"{best}:{slot}") for slot in range(4)
+    ]
+    assert decision.state is not None and decision.state.final_trigger == {
+        "reason": attrs.BUDGET,
+        "detail": f"used the budget of {snap.budget} launches",
+    }
+
+
+def _with_final_block(study: Study, candidate: float, defaults: float) -> str | None:
+    """A confirmed 20% gain, then its final comparison: C B B C at these values."""
+    _baselines(study)
+    best = _confirmed_gain(study)
+    for value in (candidate, defaults, defaults, candidate):
+        changed: dict[str, Scalar] = (
+            {"NCCL_PROTO": "LL", "compilation": 3} if value == candidate else {}
+        )
+        study.launch(attrs.FINAL, [value, value * 1.001, value * 0.999], **changed)
+    return best
+
+
+def test_while_the_final_comparison_runs_nothing_else_is_decided_then_its_stop() -> None:
+    space = _space()
+    study = Study(space)
+    best = _with_final_block(study, 120.0, 100.0)
+    study.wait(attrs.FINAL)
+    trigger = {"reason": attrs.PLATEAU, "detail": "no configuration beat trial 2"}
+    state = StudyState(incumbent=best, last_gain_trial=3, final_trigger=trigger)
+    waiting = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert waiting.launches == () and waiting.stop is None
+    study.trials.pop()  # the last final launch is done: the remembered stop is recorded
+    done = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert done.stop is not None and done.stop.reason == attrs.PLATEAU
+    assert done.stop.detail == trigger["detail"] and done.launches == ()
+    assert done.state is not None and done.state.final_trigger is None
+
+
+def test_a_candidate_compared_once_is_never_queued_for_another_final_comparison() -> None:
+    space = _space()
+    study = Study(space)
+    best = _with_final_block(study, 100.5, 100.0)  # the fresh launches show no gain
+    snap = study.snapshot(budget=len(study.rows) + 4, state=StudyState(incumbent=best))
+    assert snap.facts.candidate() is not None
+    assert not snap.facts.candidate().keep_defaults  # type: ignore[union-attr]
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert all(launch.role != attrs.FINAL for launch in decision.launches)
+    rec = snap.facts.recommendation()
+    assert rec is not None and rec.keep_defaults
+    assert "+0.5%" in rec.reason and "does not clear the 1.0% minimum gain" in rec.reason
 
 
 def test_several_objectives_never_propose_simplify_nor_prune() -> None:

@@ -228,6 +228,10 @@ class StopSpec(StrictModel):
     # used up when the model gives every step from the best less than this chance of
     # beating it by min_gain. 0 turns it off.
     futility: float = Field(default=0.05, ge=0, lt=1)
+    # The final comparison (tuner/study/policy/final_comparison.py): before a change is the
+    # answer, it and the defaults are launched this many times each, fresh and interleaved,
+    # and the answer rests on those launches alone (docs/statistics.md).
+    final_launches: int = Field(default=2, ge=1, le=8)
 
     @model_validator(mode="after")
     def _confirmation_bounds(self) -> StopSpec:

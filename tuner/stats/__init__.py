@@ -2,9 +2,10 @@
 
 One module per job: ``student_t`` (the t distribution, so the package needs no scipy),
 ``estimates`` (launches, between-launch noise, a configuration's mean and error),
-``compare`` (the Welch verdict and pruning), ``recommend`` (what to recommend and why),
-``wording`` (figures in sentences), ``binomial`` (exact bounds of a proportion, for the
-benchmarks). docs/statistics.md explains the model.
+``compare`` (the Welch verdict and pruning), ``final`` (the final comparison on fresh
+launches, the answer's test), ``recommend`` (what to recommend and why), ``wording``
+(figures in sentences), ``binomial`` (exact bounds of a proportion, for the benchmarks).
+docs/statistics.md explains the model.
 """
 
 from tuner.stats.binomial import clopper_pearson_lower, clopper_pearson_upper
@@ -26,6 +27,13 @@ from tuner.stats.estimates import (
     launch_within_var,
     mean_se,
 )
+from tuner.stats.final import (
+    FinalComparison,
+    FinalNoise,
+    adjusted_confidence,
+    final_comparison,
+    final_noise,
+)
 from tuner.stats.recommend import Candidate, Recommendation, recommend
 
 __all__ = [
@@ -33,15 +41,20 @@ __all__ = [
     "Comparison",
     "ConfigEstimate",
     "Direction",
+    "FinalComparison",
+    "FinalNoise",
     "LaunchEstimate",
     "NoiseEstimate",
     "Recommendation",
     "Verdict",
+    "adjusted_confidence",
     "between_launch_variance",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "compare",
     "config_estimate",
+    "final_comparison",
+    "final_noise",
     "is_significant_gain",
     "launch_estimate",
     "launch_within_var",

@@ -73,6 +73,9 @@ VERDICTS: Final = "tuner_verdicts"
 """Of the study: every trial's final verdict by trial number (study/verdicts.py)."""
 REPORT_ARTIFACT: Final = "tuner_report_artifact"
 """Of the study: the optuna artifact id of the latest HTML report (`tuner report`)."""
+FINAL_TRIGGER: Final = "tuner_final_trigger"
+"""Of the study: the stop (reason and detail) that a final comparison runs before; the study
+records it once the comparison's launches are done ({} once it has)."""
 PLAN: Final = "tuner_plan"
 """The cost plan, said once after the baseline launches (tuner/study/facts/plan.py, to_json)."""
 
@@ -89,14 +92,17 @@ PROBE_NOMINATED: Final = "tuner_probe_nominated"
 """Of the study: True once the probe's nominee was queued (or found tried): once a study."""
 
 # --- roles ------------------------------------------------------------------------------
-Role = Literal["baseline", "search", "confirm", "simplify", "bench"]
+Role = Literal["baseline", "search", "confirm", "simplify", "final", "bench"]
 BASELINE: Final = "baseline"
 SEARCH: Final = "search"
 CONFIRM: Final = "confirm"
 SIMPLIFY: Final = "simplify"
+FINAL: Final = "final"
+"""A launch of the final comparison: the candidate or the defaults, fresh, interleaved
+(tuner/study/policy/final_comparison.py); the answer rests on these launches alone."""
 BENCH: Final = "bench"
 """A launch recorded by ``tuner bench --record``: no optuna trial behind it."""
-CHECKS: Final = frozenset({CONFIRM, SIMPLIFY})
+CHECKS: Final = frozenset({CONFIRM, SIMPLIFY, FINAL})
 """The roles of the checks before an answer: while one waits or runs, the study goes on."""
 
 # --- proposers (of search trials) ---------------------------------------------------------

@@ -4,8 +4,9 @@ A study remembers between trials, processes and workers what its launches alone 
 say: the incumbent (the configuration whose significant gains reset the patience) and
 the trial of its last gain, the recommendable set of a several-objective study, the best
 configurations already simplified, whether the cost plan was said, the probe's cache and
-finding, and why and by whom the study stopped. They live in optuna's study user attrs
-(tuner/study/attrs.py names them; optuna-dashboard shows them). ``StudyState`` reads them
+finding, the stop a final comparison runs before, and why and by whom the study
+stopped. They live in optuna's study user attrs (tuner/study/attrs.py names them;
+optuna-dashboard shows them). ``StudyState`` reads them
 into one frozen value, and ``attr_changes`` says which attrs a new state writes; only the
 run layer (tuner/study/run/) touches optuna. ``TrialView`` is the same for one trial's
 attrs. Pure: mappings in, values out.
@@ -72,6 +73,8 @@ class StudyState:
     stop_reason: str | None = None
     stop_detail: str | None = None
     probe: ProbeMemory = field(default_factory=ProbeMemory)
+    final_trigger: Mapping[str, Any] | None = None
+    """The stop a final comparison runs before (reason, detail); None when none waits."""
 
     @classmethod
     def from_attrs(cls, found: Mapping[str, Any]) -> StudyState:
@@ -85,6 +88,7 @@ class StudyState:
             stopped_by=found.get(attrs.STOPPED_BY),
             stop_reason=found.get(attrs.STOP_REASON),
             stop_detail=found.get(attrs.STOP_DETAIL),
+            final_trigger=found.get(attrs.FINAL_TRIGGER) or None,
             probe=ProbeMemory(
                 disabled=found.get(attrs.PROBE_DISABLED) or None,
                 finding=found.get(attrs.PROBE_FINDING) or {},
@@ -109,6 +113,8 @@ def attr_changes(old: StudyState, new: StudyState) -> dict[str, Any]:
         out[attrs.SIMPLIFIED] = list(new.simplified)
     if new.probe.nominated and not old.probe.nominated:
         out[attrs.PROBE_NOMINATED] = True
+    if new.final_trigger != old.final_trigger:
+        out[attrs.FINAL_TRIGGER] = dict(new.final_trigger or {})  # {}: none waits any more
     return out
 
 

@@ -18,8 +18,9 @@ from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
+from tuner.study import attrs
 from tuner.study.effects.model import Observation
-from tuner.study.facts import feasibility
+from tuner.study.facts import feasibility, final
 from tuner.study.facts.objective_values import ObjectiveEstimates, estimate_objectives
 
 
@@ -58,6 +59,11 @@ class StudyAnalysis:
     objective_estimates: ObjectiveEstimates | None = None
     """With several objectives (``objectives:``), each configuration on every one of them
     (tuner/study/facts/pareto.py judges them); None with one."""
+    final_blocks: tuple[final.FinalBlock, ...] = ()
+    """The final comparisons' launches, kept apart from ``configs`` (tuner/study/facts/
+    final.py): the search never sees them, the answer rests on them."""
+    final_noise: stats.FinalNoise | None = None
+    """The between-launch noise over every launch, final ones included, measured and shrunk."""
 
     @property
     def direction(self) -> stats.Direction:
@@ -94,6 +100,41 @@ class StudyAnalysis:
         return max(trusted, key=lambda c: sign * c.estimate.mean)
 
     def recommendation(self) -> stats.Recommendation | None:
+        """The answer: the search's candidate only where a final comparison on fresh
+        launches confirms it (tuner/study/facts/final.py); else the defaults."""
+        baseline = self.baseline
+        return final.answer(
+            self.candidate(),
+            self.final_comparisons(),
+            baseline_key=baseline.config_hash if baseline is not None else None,
+            name=lambda key: self._label(key),
+            n_changed=lambda key: self.configs[key].n_changed if key in self.configs else 0,
+        )
+
+    def final_comparisons(self) -> list[stats.FinalComparison]:
+        """Each final comparison's verdict, in the order they were made."""
+        baseline = self.baseline
+        stop = self.space.spec.stop
+        opening = baseline.launches[: stop.baseline_launches] if baseline is not None else ()
+        return final.verdicts(
+            self.final_blocks,
+            opening,
+            self.final_noise,
+            direction=self.direction,
+            min_gain=stop.min_gain,
+            confidence=stop.confidence,
+        )
+
+    def _label(self, key: str) -> str:
+        config = self.configs.get(key)
+        if config is None or not config.trials:
+            return key
+        return "the defaults" if config.is_baseline else f"trial {config.trials[0]}"
+
+    def candidate(self) -> stats.Recommendation | None:
+        """What the search's launches recommend (the simplest configuration within noise of
+        the best that beats the defaults): the candidate of a final comparison, never the
+        answer by itself (the winner's curse, many comparisons)."""
         if not self.configs:
             return None
         stop = self.space.spec.stop
@@ -193,6 +234,7 @@ def analyze(
     groups: dict[str, list[LaunchRow]] = defaultdict(list)
     estimates: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
     measured = []
+    final_rows: list[tuple[LaunchRow, stats.LaunchEstimate]] = []
     for row in rows:
         counts[row.status] += 1
         if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
@@ -200,12 +242,17 @@ def analyze(
         if not row.objective_rounds:
             continue
         estimate = stats.launch_estimate(row.objective_rounds)
+        if row.role == attrs.FINAL:
+            if row.status == LaunchStatus.COMPLETE:
+                final_rows.append((row, estimate))
+            continue  # the search never sees a final launch: it decides, it does not select
         measured.append((dict(row.params), estimate))
         if row.status == LaunchStatus.COMPLETE:
             groups[row.config_hash].append(row)
             estimates[row.config_hash].append(estimate)
     launches = {key: tuple(group) for key, group in estimates.items()}
     noise = stats.between_launch_variance(launches.values())
+    blocks = final.blocks(final_rows)
     configs = {}
     for key, group in groups.items():
         params = dict(group[0].params)
@@ -229,4 +276,6 @@ def analyze(
             if is_multi_objective(space.spec)
             else None
         ),
+        final_blocks=blocks,
+        final_noise=final.noise_over(launches, final_rows) if blocks else None,
     )

@@ -94,7 +94,7 @@ def tiebreak(snap: Snapshot) -> list[Launch]:
     """The less measured of the best and the recommendation launched again, when the
     recommendation trails the best by more than min_gain, not yet significantly."""
     facts, stop = snap.facts, snap.spec.stop
-    rec = facts.recommendation()
+    rec = facts.candidate()  # the search's choice; the final comparison decides later
     if rec is None or rec.recommended == rec.best:
         return []
     best, chosen = facts.configs[rec.best], facts.configs[rec.recommended]

@@ -17,7 +17,7 @@ from tuner import stats
 from tuner.space.objectives import is_multi_objective
 from tuner.space.spec import SpaceSpec
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.policy.decisions import Launch
+from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.pareto_goal import ParetoGoal
 from tuner.study.policy.single_goal import PruneCheck, SingleGoal
 from tuner.study.policy.snapshot import Snapshot
@@ -37,6 +37,10 @@ class Goal(Protocol):
 
     def final_checks(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
         """The launches worth making before the answer (none when none is due)."""
+        ...
+
+    def final_comparison(self, snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
+        """The final comparison's launches before ``trigger`` is recorded (none: not due)."""
         ...
 
     def plateau_detail(self, snap: Snapshot) -> str: ...

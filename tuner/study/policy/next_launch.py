@@ -8,16 +8,21 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    by tuner/study/run/recovery.py before the policy is asked (optuna's queue is first in,
    first out, so they run before anything decided here);
 1. another worker stopped the study: this worker stops too;
-2. the cost plan, once, after the baseline launches (said and recorded);
-3. the goal tracks the finished trial: a significant gain resets the patience;
-4. **confirmations**: what looks better than the incumbent, launched again;
-5. the study's stop rules, in order (tuner/study/policy/stops.py): budget, every launch
+2. a **final comparison** waits or runs: nothing else is decided; once its launches are
+   done, the stop it ran before is recorded;
+3. the cost plan, once, after the baseline launches (said and recorded);
+4. the goal tracks the finished trial: a significant gain resets the patience;
+5. **confirmations**: what looks better than the incumbent, launched again;
+6. the study's stop rules, in order (tuner/study/policy/stops.py): budget, every launch
    failed, the probe froze every param, an exhausted grid, a plateau, the futility
    stop, idle proposals; a plateau or the futility stop first queues the **final checks**
-   (the best without its idle settings, a close call settled) while any is due;
-6. this worker's own budget (--worker-trials);
-7. the budget's last launches go to the **final checks**;
-8. when no trial waits, the next search launch: **the probe's nominee** (once) >
+   (the best without its idle settings, a close call settled) while any is due; then,
+   before any stop, the **final comparison** of the search's candidate when it is a
+   change (tuner/study/policy/final_comparison.py: it and the defaults, fresh and
+   interleaved; the answer rests on those launches alone);
+7. this worker's own budget (--worker-trials);
+8. the budget's last launches go to the **final checks**, then to the **final comparison**;
+9. when no trial waits, the next search launch: **the probe's nominee** (once) >
    **the local search** (limits steered around) > **TPE** with the frozen params held
    (else nothing is queued and optuna's sampler proposes freely).
 
@@ -31,7 +36,7 @@ from __future__ import annotations
 from tuner.space.settings import baseline_params
 from tuner.study import attrs
 from tuner.study.facts.plan import CostPlan, study_plan
-from tuner.study.policy import futility, stops
+from tuner.study.policy import final_comparison, futility, stops
 from tuner.study.policy.decisions import Decision, Launch, Stop
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
@@ -60,6 +65,11 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     peer = stops.peer_stop(snap.state, snap.stop_seen)
     if peer is not None:
         return Decision(stop=peer)
+    if final_comparison.pending(snap):
+        return Decision()  # the final comparison decides; nothing else is worth a launch
+    done = final_comparison.due_stop(snap)
+    if done is not None:
+        return Decision(stop=done, state=snap.state.replace(final_trigger=None))
     start = snap
     launches: list[Launch] = []
     plan = cost_plan(snap)
@@ -90,16 +100,28 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
                 launches += checks
                 snap = snap.with_queued(checks)
                 break
+        final, snap = goal.final_comparison(snap, stop)
+        if final:  # the answer's launches first; the stop is recorded once they are done
+            launches += final
+            snap = snap.with_queued(final)
+            return decision()
         launches = []  # the study stops: nothing more is worth a launch
         return decision(stop)
     worker = stops.worker_budget(snap)
     if worker is not None:
         return decision(worker)  # the other workers run what this one queued
+    stop_spec = snap.spec.stop
+    final_size = 2 * stop_spec.final_launches
     left = snap.budget - snap.launched
-    if left == 1 + snap.spec.stop.confirmations and not snap.checks_pending:
+    if left == 1 + stop_spec.confirmations + final_size and not snap.checks_pending:
         checks, snap = goal.final_checks(snap)  # the budget's last launches go to the checks
         launches += checks
         snap = snap.with_queued(checks)
+    if snap.budget - snap.committed <= final_size and not snap.checks_pending:
+        last = Stop(attrs.BUDGET, f"used the budget of {snap.budget} launches")
+        final, snap = goal.final_comparison(snap, last)  # and to the final comparison
+        launches += final
+        snap = snap.with_queued(final)
     proposal, snap, local_done, skipped = _proposal(snap, goal)
     launches += proposal
     messages += skipped

@@ -19,7 +19,7 @@ from tuner.space.spec import SpaceSpec
 from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
 from tuner.study.facts.pareto import candidate, describe, front, judge_for, trusted
 from tuner.study.policy.confirmations import SCREEN_CONFIDENCE
-from tuner.study.policy.decisions import Launch
+from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.final_checks import confirm_launch
 from tuner.study.policy.single_goal import PruneCheck
 from tuner.study.policy.snapshot import Snapshot
@@ -69,6 +69,9 @@ class ParetoGoal:
 
     def final_checks(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
         return [], snap  # both checks measure the gain on one objective
+
+    def final_comparison(self, snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
+        return [], snap  # not yet for a front: docs/statistics.md ("The final comparison")
 
     def plateau_detail(self, snap: Snapshot) -> str:
         n = len(snap.state.recommendable)

@@ -19,9 +19,16 @@ from tuner.space.settings import is_default, settings_from_params
 from tuner.space.spec import DEFAULT, Scalar, SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.policy import final_checks, futility, local_search, probe_narrowing, steering
+from tuner.study.policy import (
+    final_checks,
+    final_comparison,
+    futility,
+    local_search,
+    probe_narrowing,
+    steering,
+)
 from tuner.study.policy.confirmations import needs_confirmation
-from tuner.study.policy.decisions import Launch
+from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
@@ -74,6 +81,9 @@ class SingleGoal:
 
     def final_checks(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
         return final_checks.final_checks(snap)
+
+    def final_comparison(self, snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
+        return final_comparison.launches(snap, trigger)
 
     def plateau_detail(self, snap: Snapshot) -> str:
         facts = snap.facts

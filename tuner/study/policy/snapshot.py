@@ -80,6 +80,11 @@ class Snapshot:
         """Launches run to the end in all workers (what --trials counts)."""
         return launched(self.trials)
 
+    @property
+    def committed(self) -> int:
+        """Launches run, running or queued: what the budget has already given away."""
+        return self.launched + sum(1 for t in self.trials if t.waiting or t.running)
+
     def launched_by(self, worker: str | None) -> int:
         return launched(t for t in self.trials if t.worker == worker)
 
@@ -100,8 +105,9 @@ class Snapshot:
 
     @property
     def checks_pending(self) -> bool:
-        """A confirmation or simplification waits or runs (RUNNING: another worker may be
-        measuring one now; this worker's own trial has finished by its decision)."""
+        """A confirmation, simplification or final launch waits or runs (RUNNING: another
+        worker may be measuring one now; this worker's own trial has finished by its
+        decision)."""
         return any(t.role in attrs.CHECKS for t in self.trials if t.waiting or t.running)
 
     def search_trials_since_gain(self) -> int:

@@ -30,7 +30,9 @@ from tuner.study.suggest import optuna_params
 log = logging.getLogger(__name__)
 
 
-LAUNCH_CLAIMS: Final = frozenset({attrs.BASELINE, attrs.CONFIRM, attrs.SIMPLIFY, "retry"})
+LAUNCH_CLAIMS: Final = frozenset(
+    {attrs.BASELINE, attrs.CONFIRM, attrs.SIMPLIFY, attrs.FINAL, "retry"}
+)
 """The kinds of claim on a launch, which expire with a dead holder that never queued it
 (``retry`` is tuner/study/run/recovery.py's). Any other claim, the study's hardware
 fingerprint (tuner/study/run/workers.py), never expires."""

@@ -54,6 +54,8 @@ def final_verdicts(facts: analysis.StudyAnalysis, trials: Sequence[FrozenTrial])
             head = " and ".join(named.get(config.config_hash, []))
             verdict = config_verdict(facts, config)
             out[trial.number] = f"{head}: {verdict}" if head else verdict
+        elif trial.state == TrialState.COMPLETE and trial.user_attrs.get(attrs.ROLE) == attrs.FINAL:
+            out[trial.number] = "a launch of the final comparison: the answer rests on these"
         elif trial.state == TrialState.PRUNED:  # its reason says pruned or not launched
             out[trial.number] = str(reason or "pruned; no reason recorded")
         elif trial.state == TrialState.FAIL:
