@@ -17,7 +17,7 @@ import yaml
 from rich.console import Console
 
 from tests.unit import deploy_parsers as parsers
-from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
+from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.errors import ConfigError
 from tuner.secrets import REDACTED
 from tuner.views.best import ConfigEntry, best_report
@@ -207,6 +207,7 @@ def test_which_picks_best_or_recommended_and_json_adds_the_deployment(tmp_path: 
             (FAST, [87.9, 88.2, 88.4]),
             (SLOWER_SIMPLER, [88.0, 88.2, 88.0]),
             (SLOWER_SIMPLER, [88.1, 87.9, 88.2]),
+            *final_block(SLOWER_SIMPLER, [88.1, 88.0, 88.2]),
         ],
     )
     report = best_report(storage, "hand")

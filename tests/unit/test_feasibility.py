@@ -38,8 +38,12 @@ SPACE: dict[str, Any] = {
     "stop": {"min_gain": 0.01, "confidence": 0.95, "confirmations": 1},
 }
 
-# (changed params, per launch: per round (throughput at 64, TTFT p99 at 64 in ms))
-Launches = Sequence[tuple[Mapping[str, Any], Sequence[tuple[float, float]]]]
+# (changed params, per launch: per round (throughput at 64, TTFT p99 at 64 in ms)), and
+# the role when it is a final comparison's launch ("final")
+Launches = Sequence[
+    tuple[Mapping[str, Any], Sequence[tuple[float, float]]]
+    | tuple[Mapping[str, Any], Sequence[tuple[float, float]], str]
+]
 BASE = [(5000.0, 60.0), (5010.0, 62.0), (4990.0, 61.0)]
 BASE2 = [(5005.0, 61.0), (4995.0, 60.0), (5000.0, 62.0)]
 FAST_BUT_SLOW_TO_START = [(5600.0, 160.0), (5610.0, 158.0), (5590.0, 162.0)]
@@ -74,14 +78,15 @@ def _study(tmp_path: Path, launches: Launches, **objective: Any) -> tuple[str, S
     store = Store(storage)
     store.ensure_study("slo", space_path=str(path), space_text=path.read_text())
     study = optuna.create_study(storage=storage, study_name="slo", direction="maximize")
-    for params, rounds in launches:
+    for entry in launches:
+        params, rounds = entry[0], entry[1]
         settings = settings_from_params(space.spec, params)
         trial = study.ask()
         trial.set_user_attr(PARAMS_ATTR, dict(settings.params))
         launch_id = store.add_launch(
             study="slo",
             trial_number=trial.number,
-            role="search",
+            role=entry[2] if len(entry) > 2 else "search",
             config_hash=settings.config_hash,
             params=dict(settings.params),
             env=settings.env,
@@ -113,6 +118,13 @@ STUDY: Launches = [
     (SEQS, SMALL_GAIN),
     (SEQS, SMALL_GAIN_AGAIN),
 ]
+
+
+def _final(changed: Mapping[str, Any], rounds: Sequence[tuple[float, float]]) -> Launches:
+    """The final comparison of ``changed`` (C B B C): fresh launches at these rounds."""
+    return [(changed, rounds, "final"), ({}, BASE2, "final"), ({}, BASE, "final")] + [
+        (changed, rounds, "final")
+    ]
 
 
 def _analysis(tmp_path: Path, launches: Launches, **objective: Any) -> analysis.StudyAnalysis:
@@ -202,7 +214,7 @@ def test_a_level_without_a_successful_request_breaks_the_limit() -> None:
 def test_the_configuration_that_breaks_the_limit_is_never_best_nor_recommended(
     tmp_path: Path,
 ) -> None:
-    result = _analysis(tmp_path, STUDY)
+    result = _analysis(tmp_path, [*STUDY, *_final(SEQS, SMALL_GAIN_AGAIN)])
     rec = result.recommendation()
     assert rec is not None
     small = _config(result, SEQS)
@@ -215,7 +227,7 @@ def test_the_configuration_that_breaks_the_limit_is_never_best_nor_recommended(
 
 
 def test_without_the_limit_the_fast_configuration_is_recommended(tmp_path: Path) -> None:
-    result = _analysis(tmp_path, STUDY, subject_to=[])
+    result = _analysis(tmp_path, [*STUDY, *_final(BATCHED, FAST_BUT_SLOW_AGAIN)], subject_to=[])
     rec = result.recommendation()
     assert rec is not None and rec.recommended == _config(result, BATCHED).config_hash
 
@@ -245,7 +257,7 @@ def test_no_configuration_meeting_the_limits_is_no_answer(tmp_path: Path) -> Non
 def test_tuner_best_json_carries_each_candidates_limits_and_what_they_left_out(
     tmp_path: Path,
 ) -> None:
-    storage, _ = _study(tmp_path, STUDY)
+    storage, _ = _study(tmp_path, [*STUDY, *_final(SEQS, SMALL_GAIN_AGAIN)])
     console = Console(record=True, width=200)
     print_best(best_report(storage, "slo"), "json", console)
     answer = json.loads(console.export_text())

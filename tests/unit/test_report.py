@@ -10,7 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
+from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.errors import NoAnswerError
 from tuner.report import svg
 from tuner.report.data import Failure, build_report, pareto
@@ -18,7 +18,13 @@ from tuner.report.html import render
 from tuner.storage import Store
 
 FAST = {"NCCL_PROTO": "LL", "compilation": 3}
-GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
+GAIN = [
+    BASELINE,
+    BASELINE_AGAIN,
+    (FAST, [88.0, 88.3, 88.1]),
+    (FAST, [87.9, 88.2, 88.4]),
+    *final_block(FAST, [88.1, 88.2, 88.0]),
+]
 NOISE = [BASELINE, BASELINE_AGAIN, ({"NCCL_PROTO": "LL"}, [81.9, 82.0, 81.8])]
 
 
@@ -68,7 +74,7 @@ def test_a_real_gain_reads_deploy_with_its_interval(tmp_path: Path) -> None:
     data = build_report(hand_study(tmp_path, GAIN), "hand")
     assert data.verdict.startswith("Deploy the settings of trial 2: +8.")
     assert "output_throughput at concurrency 1 against the defaults (95% interval +" in data.verdict
-    assert [p.trial for p in data.history] == [0, 1, 2, 3]
+    assert [p.trial for p in data.history] == list(range(8))  # the final launches too
     assert data.band is not None and data.band.low < 81.3 < data.band.high
     # Both changed values were only ever launched together: the model cannot split the gain,
     # but each may carry it, and nothing it has not seen is listed.
@@ -97,7 +103,7 @@ def test_curves_average_every_launch_and_timings_add_up(tmp_path: Path) -> None:
     assert (low.concurrency, high.concurrency) == (1, 8)
     assert low.throughput == pytest.approx(105.0) and high.throughput == pytest.approx(420.0)
     assert low.ttft_p99 == pytest.approx(80.0) and low.tpot_p99 is None
-    assert len(data.timings) == 4
+    assert len(data.timings) == 8
     t = data.timings[0]
     assert (t.load_s, t.benchmark_s, t.stop_s) == (20.0, 8.0, 1.5)
     assert t.warmup_s == pytest.approx(1.0)  # 0.5 s before each of the two c=1 levels
@@ -130,7 +136,7 @@ def test_gpu_samples_make_gpu_charts_averaged_over_gpus(tmp_path: Path) -> None:
 def test_failures_are_listed_with_their_reasons(tmp_path: Path) -> None:
     data = build_report(hand_study(tmp_path, [*GAIN, (FAST, None)]), "hand")
     [failure] = data.failures
-    assert (failure.trial, failure.state, failure.launched) == (4, "fail", False)
+    assert (failure.trial, failure.state, failure.launched) == (8, "fail", False)
     assert failure.reason == "refused before launch"
 
 

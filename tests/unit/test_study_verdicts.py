@@ -6,20 +6,33 @@ from pathlib import Path
 
 import optuna
 
-from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, FAILED_REASON, hand_study
+from tests.unit.views_helpers import (
+    BASELINE,
+    BASELINE_AGAIN,
+    FAILED_REASON,
+    final_block,
+    hand_study,
+)
 from tuner.study import attrs
 from tuner.study.facts import analysis
 from tuner.study.run import verdicts
 from tuner.views.study_access import open_study
 
 FAST = {"NCCL_PROTO": "LL", "compilation": 3}
-GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
+GAIN = [
+    BASELINE,
+    BASELINE_AGAIN,
+    (FAST, [88.0, 88.3, 88.1]),
+    (FAST, [87.9, 88.2, 88.4]),
+    *final_block(FAST, [88.1, 88.2, 88.0]),
+]
 
 
 def test_final_verdicts_name_the_answer_and_compare_with_the_defaults(tmp_path: Path) -> None:
     slow = {"compilation": 0}
     opened = open_study(
-        hand_study(tmp_path, [*GAIN, (slow, [70.0, 70.2, 69.9]), (FAST, None)]), "hand"
+        hand_study(tmp_path, [*GAIN[:4], (slow, [70.0, 70.2, 69.9]), (FAST, None), *GAIN[4:]]),
+        "hand",
     )
     result = analysis.analyze(opened.store, opened.space)
     found = verdicts.final_verdicts(result, opened.optuna_study.get_trials())
@@ -28,6 +41,9 @@ def test_final_verdicts_name_the_answer_and_compare_with_the_defaults(tmp_path: 
     assert found[2].endswith(": better")
     assert found[4].startswith("vs the defaults: -13.8%") and found[4].endswith(": worse")
     assert found[5] == f"failed: {FAILED_REASON}"
+    assert {found[n] for n in range(6, 10)} == {
+        "a launch of the final comparison: the answer rests on these"
+    }
 
 
 def test_the_study_carries_the_answer_and_every_verdict(tmp_path: Path) -> None:
@@ -35,7 +51,7 @@ def test_the_study_carries_the_answer_and_every_verdict(tmp_path: Path) -> None:
     result = analysis.analyze(opened.store, opened.space)
     verdicts.record_final(opened.optuna_study, result)
     stored = opened.optuna_study.user_attrs
-    assert set(stored[attrs.VERDICTS]) == {"0", "1", "2", "3"}
+    assert set(stored[attrs.VERDICTS]) == {str(n) for n in range(8)}  # the final launches too
     assert stored[attrs.VERDICT] == result.recommendation().reason  # type: ignore[union-attr]
     assert verdicts.measured_verdict(result, "no-such-config") is None
 

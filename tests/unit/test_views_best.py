@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
+from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.errors import ConfigError, NoAnswerError, StoreError
 from tuner.study.facts import analysis
 from tuner.views.best import best_report
@@ -18,7 +18,14 @@ from tuner.views.deploy import deployment_text
 from tuner.views.study_access import open_study
 
 FAST = {"NCCL_PROTO": "LL", "compilation": 3}
-GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
+GAIN = [
+    BASELINE,
+    BASELINE_AGAIN,
+    (FAST, [88.0, 88.3, 88.1]),
+    (FAST, [87.9, 88.2, 88.4]),
+    *final_block(FAST, [88.1, 88.2, 88.0]),
+]
+"""A confirmed 8% gain, and its final comparison on fresh launches."""
 
 
 def _json(console: Console) -> dict[str, Any]:
@@ -90,6 +97,7 @@ def test_simplest_equivalent_configuration_is_recommended(tmp_path: Path) -> Non
             (two_changes, [88.1, 88.3, 88.2]),
             (one_change, [88.0, 88.1, 88.2]),
             (one_change, [88.1, 87.9, 88.0]),
+            *final_block(one_change, [88.0, 88.1, 87.9]),
         ],
     )
     answer = best_report(storage, "hand")
@@ -122,6 +130,7 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "hosts",  # "fingerprint" too when launches record one (tests/unit/test_views_hosts.py)
         "objectives",
         "constraints",
+        "final",
         "deploy",
     ]
     assert answer["objectives"] == [
@@ -139,7 +148,18 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
     assert list(answer["trials"]) == ["complete", "failed", "pruned", "running"]
     assert list(answer["gain_vs_baseline"]) == ["rel_diff", "ci_low", "ci_high", "verdict"]
     assert {"n_configs", "rel_sd", "text"} <= set(answer["noise"])
-    assert answer["noise"]["n_configs"] == 2
+    assert answer["noise"]["n_configs"] == 2  # the search's noise: the final launches apart
+    final = answer["final"]
+    assert final["passed"] is True and final["comparisons"] == 1 and final["trial"] == 2
+    assert final["candidate_launches"] == final["baseline_launches"] == 2
+    assert final["ci_low"] > final["bar"] == 0.01  # the guarantee: the interval clears min_gain
+    # The gain printed is the final comparison's, with its interval, not the search's.
+    gain = answer["gain_vs_baseline"]
+    assert gain["ci_low"] == pytest.approx(final["ci_low"])
+    assert gain["rel_diff"] == pytest.approx(final["gain"])
+    assert set(final["drift"]) == {
+        "rel_diff", "ci_low", "ci_high", "significant", "undecidable_below", "text"
+    }  # fmt: skip
 
 
 def test_without_a_completed_trial_there_is_no_answer_in_any_format(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
+from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.stats import Candidate, recommend
 from tuner.study.facts import analysis
 from tuner.views.best import best_report
@@ -15,7 +15,13 @@ from tuner.views.best_print import print_best
 from tuner.views.study_access import open_study
 
 FAST = {"compilation": 3}
-GAIN = [BASELINE, BASELINE_AGAIN, (FAST, [88.0, 88.3, 88.1]), (FAST, [87.9, 88.2, 88.4])]
+GAIN = [
+    BASELINE,
+    BASELINE_AGAIN,
+    (FAST, [88.0, 88.3, 88.1]),
+    (FAST, [87.9, 88.2, 88.4]),
+    *final_block(FAST, [88.1, 88.2, 88.0]),
+]
 
 
 def test_one_objective_has_no_front_and_recommends_as_before(tmp_path: Path) -> None:

@@ -27,12 +27,32 @@ SPACE = {
     "stop": {"min_gain": 0.01, "confidence": 0.95, "confirmations": 1},
 }
 
-Launch = tuple[Mapping[str, Any], Sequence[float] | None]
-"""A trial of a hand-made study: its changed params and per-round values (None: failed)."""
+Launch = (
+    tuple[Mapping[str, Any], Sequence[float] | None]
+    | tuple[Mapping[str, Any], Sequence[float] | None, str]
+)
+"""A trial of a hand-made study: its changed params and per-round values (None: failed),
+and its role when it is not the usual one (baseline for the defaults, else search)."""
 
 BASELINE: Launch = ({}, [81.4, 81.2, 81.5])
 BASELINE_AGAIN: Launch = ({}, [81.0, 81.3, 81.1])
 FAILED_REASON = "refused before launch"
+
+
+def final_block(
+    changed: Mapping[str, Any],
+    candidate: Sequence[float],
+    defaults: Sequence[float] = (81.3, 81.1, 81.4),
+) -> list[Launch]:
+    """The final comparison of ``changed`` (tuner/stats/final.py): fresh launches of it and
+    of the defaults at these round values, interleaved C B B C, role ``final``."""
+    shifted = [v * 1.001 for v in candidate]
+    return [
+        (changed, list(candidate), "final"),
+        ({}, list(defaults), "final"),
+        ({}, [v * 0.999 for v in defaults], "final"),
+        (changed, shifted, "final"),
+    ]
 
 
 def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
@@ -50,11 +70,13 @@ def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
     rdb = optuna.storages.RDBStorage(storage)
     study = optuna.create_study(storage=rdb, study_name="hand", direction="maximize")
     study_id = rdb.get_study_id_from_name("hand")
-    for params, rounds in launches:
+    for entry in launches:
+        params, rounds = entry[0], entry[1]
         settings = settings_from_params(space.spec, params)
+        role = entry[2] if len(entry) > 2 else ("baseline" if not settings.changed else "search")
         trial = study.ask()
         trial.set_user_attr(PARAMS_ATTR, dict(settings.params))
-        trial.set_user_attr(ROLE_ATTR, "baseline" if not settings.changed else "search")
+        trial.set_user_attr(ROLE_ATTR, role)
         if rounds is None:
             trial.set_user_attr(REASON_ATTR, FAILED_REASON)
             study.tell(trial, state=TrialState.FAIL)
@@ -63,7 +85,7 @@ def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
             study="hand",
             trial_id=rdb.get_trial_id_from_study_id_trial_number(study_id, trial.number),
             trial_number=trial.number,
-            role="search",
+            role=role if role == "final" else "search",
             config_hash=settings.config_hash,
             params=dict(settings.params),
             env=settings.env,

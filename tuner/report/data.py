@@ -196,6 +196,10 @@ def verdict_sentence(answer: BestReport) -> str:
     if rec is None or answer.best is None:
         return no_answer_sentence(answer)
     if answer.keep_defaults:
+        if answer.final is not None:  # the search's choice, refuted on fresh launches
+            drift = answer.final.drift
+            moved = f" Drift: {drift.text}." if drift is not None and drift.text else ""
+            return f"Keep the defaults: {answer.final.text}.{moved}"
         if answer.could_have_missed is not None:
             text = answer.could_have_missed.text
             return text[0].upper() + text[1:] + "."
@@ -204,9 +208,10 @@ def verdict_sentence(answer: BestReport) -> str:
     head = f"Deploy the settings of trial {rec.trial}"
     if gain is None:
         return f"{head}: {rec.reason}"
+    level = answer.final.confidence if answer.final is not None else answer.confidence
     return (
         f"{head}: {gain.rel_diff:+.1%} {answer.metric} at concurrency {answer.concurrency} "
-        f"against the defaults ({answer.confidence:.0%} interval {gain.ci_low:+.1%} to "
+        f"against the defaults ({level * 100:g}% interval {gain.ci_low:+.1%} to "
         f"{gain.ci_high:+.1%}; {gain.verdict}). {rec.reason}"
     )
 

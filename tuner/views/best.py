@@ -25,6 +25,7 @@ from tuner.space.settings import changed_from_defaults, server_argv, settings_fr
 from tuner.space.spec import Scalar, Space
 from tuner.study.facts import analysis
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
+from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.hosts import StudyHardware, study_hardware
@@ -172,6 +173,8 @@ class BestReport:
     ``recommended`` is then its recommendation, ``best`` the best on the first objective."""
     capacity: CapacityAnswer | None = None
     """With ``benchmark.capacity``: the answer's capacity searches (views/best_capacity.py)."""
+    final: FinalAnswer | None = None
+    """The final comparison the answer rests on, with the drift (views/best_final.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -205,6 +208,7 @@ class BestReport:
             out["pareto"] = self.pareto.to_json()
         if self.capacity is not None:
             out["capacity"] = self.capacity.to_json()
+        out["final"] = self.final.to_json() if self.final is not None else None
         return out
 
 
@@ -240,7 +244,12 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults = baseline is not None and recommended is baseline
     gain = None
     if recommended is not None and baseline is not None and recommended is not baseline:
-        cmp = facts.compare(recommended, baseline)
+        # The final comparison's interval where it decided (the guarantee's), else the search's.
+        cmp = (
+            rec.recommended_vs_baseline
+            if rec is not None and rec.recommended_vs_baseline is not None and front is None
+            else facts.compare(recommended, baseline)
+        )
         gain = GainVsBaseline(
             rel_diff=cmp.rel_diff, ci_low=cmp.ci_low, ci_high=cmp.ci_high, verdict=cmp.verdict
         )
@@ -273,6 +282,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         ),
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
+        final=final_answer(facts) if front is None else None,
     )
 
 

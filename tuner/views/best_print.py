@@ -71,6 +71,9 @@ def print_best(
         console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
     if rec is not None:
         console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
+        if report.final is not None:
+            for line in report.final.lines():
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
         if report.could_have_missed is not None:
             console.print(report.could_have_missed.text, highlight=False)
         if not report.keep_defaults:

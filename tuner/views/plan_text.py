@@ -45,23 +45,20 @@ def plan_lines(plan: CostPlan) -> list[str]:
         f"cost plan after {plan.baseline_measured} baseline launch"
         f"{'es' if plan.baseline_measured != 1 else ''}:",
         f"  noise: {between}; {within_text}",
-        f"  smallest gain it can confirm: {pct_text(plan.now.gain)} for the first candidate, "
-        f"{pct_text(plan.settled.gain)} once the between-launch noise is well measured "
-        f"({plan.confidence:.0%} confidence, {plan.candidate_launches} launches of a "
+        f"  smallest gain the search can see: {pct_text(plan.now.gain)} for the first "
+        f"candidate, {pct_text(plan.settled.gain)} once the between-launch noise is well "
+        f"measured ({plan.confidence:.0%} confidence, {plan.candidate_launches} launches of a "
         f"candidate against {plan.baseline_launches} of the baseline; power 50%: a real "
-        f"gain this size is confirmed half the time, {pct_text(plan.high_power.gain)} four "
+        f"gain this size is seen half the time, {pct_text(plan.high_power.gain)} four "
         "times in five)",
+        f"  the answer: a change is recommended only when its final comparison "
+        f"({plan.final_launches} fresh launches of it and {plan.final_launches} of the "
+        f"defaults, interleaved) puts its {plan.confidence:.0%} interval above min_gain "
+        f"({pct_text(plan.min_gain)}): at this noise that takes a gain of "
+        f"{pct_text(plan.confirmable)} (half the time; "
+        f"{pct_text(plan.confirmable_high_power)} four times in five)",
+        f"  this study cannot confirm gains below {pct_text(plan.confirmable)}",
     ]
-    if plan.now.gain > plan.min_gain:
-        later = (
-            f" ({pct_text(plan.settled.gain)} once the noise is well measured)"
-            if plan.settled.gain < plan.now.gain
-            else ""
-        )
-        out.append(
-            f"  this study cannot confirm gains below {pct_text(plan.now.gain)}{later}; "
-            f"min_gain is {pct_text(plan.min_gain)}"
-        )
     out.append(f"  to a verdict: {_launches_text(plan)}")
     if plan.levers:
         out.append("  what would lower them:")

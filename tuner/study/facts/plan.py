@@ -4,10 +4,13 @@ After the baseline launches the study knows its noise (between launches, within 
 launch) and what a launch costs (seconds to healthy, seconds of benchmark). From these
 and the space's settings ``cost_plan`` works out, with pure arithmetic:
 
-- the smallest gain the study can confirm (tuner/stats/power.py: the gain at which
-  ``compare`` turns significant with ``1 + confirmations`` launches of a candidate
-  against ``baseline_launches`` of the baseline, at power 50%), now and once the
-  between-launch noise is well measured, against ``stop.min_gain``;
+- the smallest gain the answer can confirm: the final comparison's (tuner/stats/final.py:
+  ``final_launches`` fresh launches a side, its interval must clear ``stop.min_gain``), at
+  the wider of the measured and the shrunk noise, at power 50% and 80%;
+- the smallest gain the search's screening test can see (tuner/stats/power.py: the gain
+  at which ``compare`` turns significant with ``1 + confirmations`` launches of a
+  candidate against ``baseline_launches`` of the baseline, at power 50%), now and once
+  the between-launch noise is well measured;
 - the launches to a verdict: the quickest "keep the defaults" (baseline + patience) and a
   typical one with one gain found (its search trials, confirmations, a new patience and
   the simplification before the answer), and the hours they take at the measured pace;
@@ -60,6 +63,13 @@ class CostPlan:
     settled: DetectableGain
     """Once the between-launch noise is well measured (today's estimate, known exactly)."""
     high_power: DetectableGain
+    final_launches: int
+    """Launches of each side in the final comparison (stop.final_launches)."""
+    final: DetectableGain
+    """The final comparison's detectable gain above min_gain (its interval must clear
+    min_gain, so a gain is confirmed at ``min_gain + final.gain``), at the wider of the
+    measured and the shrunk noise, with the dof the final launches will add."""
+    final_high_power: DetectableGain
     patience: int
     values: int
     """Setting values the search tries (every non-default level of every param)."""
@@ -81,8 +91,13 @@ class CostPlan:
 
     @property
     def confirmable(self) -> float:
-        """What a verdict 'better' needs: above the noise now and above min_gain."""
-        return max(self.now.gain, self.min_gain)
+        """The smallest gain the answer can confirm (half the time): the final comparison's
+        interval must clear min_gain, so min_gain plus its detectable gain."""
+        return self.min_gain + self.final.gain
+
+    @property
+    def confirmable_high_power(self) -> float:
+        return self.min_gain + self.final_high_power.gain
 
     def hours(self, launches: int) -> float | None:
         per = self.times.per_launch_s
@@ -109,6 +124,12 @@ class CostPlan:
             "detectable_gain_high_power": _finite(self.high_power.gain),
             "cannot_confirm_below_min_gain": self.now.gain > self.min_gain,
             "mde": mde(self.now),
+            "final": {
+                "launches_each": self.final_launches,
+                "cannot_confirm_below": _finite(self.confirmable),
+                "confirmed_four_in_five": _finite(self.confirmable_high_power),
+                "mde": mde(self.final),
+            },
             "launches": {
                 "keep_defaults": self.quickest,
                 "one_gain": self.typical,
@@ -174,19 +195,38 @@ def cost_plan(
     )
     now = mde(first_noise)
     settled = mde(well_measured(noise))
+    final_k = stop.final_launches
+
+    def final_mde(power: float) -> DetectableGain:
+        # The answer's test (tuner/stats/final.py): k fresh launches a side, at the wider of
+        # the measured noise (no prior) and the shrunk one, each with the dof still to come
+        # (k more of the baseline, the candidate's confirmations and final launches).
+        extra = final_k + stop.confirmations + final_k
+        options = [dataclasses.replace(noise, dof=noise.dof + extra)]
+        if noise.observed_var is not None:
+            options.append(
+                dataclasses.replace(
+                    noise, var=noise.observed_var, dof=noise.observed_dof + extra, prior_dof=0
+                )
+            )
+        found = [mde(n, k_candidate=final_k, k_baseline=final_k, power=power) for n in options]
+        return max(found, key=lambda d: d.gain)
+
     values = sum(len(levels(p)) - 1 for p in spec.params.values())
     per_launch = max(1, spec.search.max_changes)
     to_try_all = -(-values // per_launch) if values else 0
     quickest = baseline + stop.patience
     to_gain = max(1, -(-to_try_all // 2))
-    typical = baseline + to_gain + stop.confirmations + stop.patience + candidate
+    final_size = 2 * final_k
+    typical = baseline + to_gain + stop.confirmations + stop.patience + candidate + final_size
     typical_futile = None
     if futility_min_trials is not None:
         after = min(stop.patience, futility_min_trials)
-        typical_futile = baseline + to_gain + stop.confirmations + after + candidate
+        typical_futile = baseline + to_gain + stop.confirmations + after + candidate + final_size
     parts = (
         f"{baseline} baseline + ~{to_gain} search to it + {stop.confirmations} to confirm it "
-        f"+ {stop.patience} search after it + {candidate} for the simpler form"
+        f"+ {stop.patience} search after it + {candidate} for the simpler form "
+        f"+ {final_size} for the final comparison"
     )
     found = levers(spec, first_noise, times, now, mde, values, to_try_all)
     return CostPlan(
@@ -200,6 +240,9 @@ def cost_plan(
         now=now,
         settled=settled,
         high_power=mde(first_noise, power=HIGH_POWER),
+        final_launches=final_k,
+        final=final_mde(PLAN_POWER),
+        final_high_power=final_mde(HIGH_POWER),
         patience=stop.patience,
         values=values,
         trials_to_try_all=to_try_all,

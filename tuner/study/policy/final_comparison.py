@@ -48,6 +48,8 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     candidate = facts.candidate()
     if candidate is None or candidate.keep_defaults or facts.baseline is None:
         return [], snap
+    if not facts.eligible(facts.baseline):
+        return [], snap  # the defaults break a limit: the answer is what meets it
     key = candidate.recommended
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
