@@ -49,7 +49,7 @@ def _sweep(
 def test_each_launchs_capacity_is_within_one_bisection_step_of_the_truth(tmp_path: Path) -> None:
     storage, store = _sweep(
         tmp_path,
-        4,
+        8,  # 4 to find 12, then the final comparison's 4 before it is the answer
         params=SEQS,
         benchmark={"max_tokens": 32, "requests": 16, "rounds": 1,
                    "capacity": {"limits": ["ttft_ms.p99 <= 30"], "max_concurrency": 16}},

@@ -76,7 +76,8 @@ def _space(tmp_path: Path, limits: list[str]) -> Path:
 def _sweep(tmp_path: Path, limits: list[str]) -> tuple[str, analysis.StudyAnalysis]:
     path = _space(tmp_path, limits)
     storage = f"sqlite:///{tmp_path}/e.db"
-    run_sweep(load_space(path), storage=storage, n_trials=11, seed=3, preflight=False)
+    # 15: the search (11) and the final comparison's 4 launches before a change is the answer
+    run_sweep(load_space(path), storage=storage, n_trials=15, seed=3, preflight=False)
     return storage, analysis.analyze(Store(storage), load_space(path))
 
 
