@@ -201,6 +201,11 @@ def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> No
     assert "NCCL_PROTO=LL compilation=3" in rows["recommended"]
     assert "(defaults)" in rows["baseline"]
     assert "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config" in text
+    # The answer's interval is the final comparison's, and the noise it used is said.
+    assert "on 2 fresh launches of it and 2 of the defaults, interleaved" in text
+    assert "the interval clears the 1.0% minimum gain" in text
+    assert "in the search; ±" in text and "in the final comparison" in text
+    assert "Drift: the defaults moved" in text and "within the noise" in text
 
 
 def test_unknown_study_and_format_errors_are_clear(tmp_path: Path) -> None:

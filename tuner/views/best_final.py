@@ -58,8 +58,9 @@ class FinalAnswer:
         return dataclasses.asdict(self)
 
     def lines(self) -> list[str]:
-        """What `tuner best` prints under the recommendation."""
-        out = [f"Final comparison: {self.text}."]
+        """What `tuner best` prints under the recommendation (whose sentence already says
+        the final comparison): the drift, significant or not."""
+        out = []
         if self.drift is not None:
             moved = (
                 self.drift.text

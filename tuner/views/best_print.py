@@ -68,7 +68,7 @@ def print_best(
     else:
         console.print(_best_table(report))
     if report.noise is not None:
-        console.print(f"Noise between launches: ±{report.noise.rel_sd:.2%} (1 s.d.)")
+        console.print(f"Noise between launches: {noise_text(report)}", highlight=False)
     if rec is not None:
         console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
         if report.final is not None:
@@ -97,6 +97,21 @@ def print_best(
         f"Stopped: {report.stop_reason or 'not yet'}"
         + (f" — {report.stop_detail}" if report.stop_detail else "")
     )
+
+
+def noise_text(report: BestReport) -> str:
+    """The between-launch noise: the search's (shrunk towards a prior) and, where the
+    answer rests on a final comparison, the one that comparison used."""
+    assert report.noise is not None
+    text = f"±{report.noise.rel_sd:.2%} (1 s.d.)"
+    final = report.final
+    if final is not None:
+        text += (
+            f" in the search; ±{final.noise_rel_sd:.2%} in the final comparison (over every "
+            "launch, the final ones included: the larger of the measured and the "
+            "prior-shrunk figure, never less than the launches show)"
+        )
+    return text
 
 
 def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
