@@ -202,6 +202,7 @@ def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> No
     assert "(defaults)" in rows["baseline"]
     assert "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config" in text
     # The answer's interval is the final comparison's, and the noise it used is said.
+    text = " ".join(text.split())  # long sentences wrap at the console's width
     assert "on 2 fresh launches of it and 2 of the defaults, interleaved" in text
     assert "the interval clears the 1.0% minimum gain" in text
     assert "in the search; ±" in text and "in the final comparison" in text
