@@ -29,7 +29,8 @@ def test_check_plan_launches_the_defaults_once_and_records_nothing(tmp_path: Pat
     assert "launching the defaults once" in out
     assert "cost plan after 1 baseline launch:" in out
     assert "assumed until two exist" in out
-    assert "smallest gain it can confirm:" in out
+    assert "smallest gain the search can see:" in out
+    assert "this study cannot confirm gains below" in out
     assert "10 launches to keep the defaults (2 baseline + 8 search" in out
     assert "s to healthy" in out  # timed from the real launch
     # The launch went to a temporary database: the study in --storage has none.

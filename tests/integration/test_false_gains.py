@@ -29,15 +29,17 @@ round, tuner then assumes restarts move the mean at least that much (docs/statis
 
 The figures the threshold rests on (binomial over the studies):
 
-- N = 20 studies (seeds 1..20), ALLOWED = 0.
-- Today's sweep, measured with this benchmark: 2 of 20 (seeds 1, 11) and 2 of 20 (seeds 1,
-  19), so about 10% (issue 23 says about 20% for its setup). P(pass) = 0.9^20 = 0.12 at
-  10% and 0.8^20 = 0.012 at 20%: the test fails today with probability 0.88 to 0.99.
-- The new procedure, targeting well under 5%: P(pass) = 0.995^20 = 0.90 at 0.5%,
-  0.99^20 = 0.82 at 1%, 0.98^20 = 0.67 at 2%.
-- ALLOWED = 1 would pass 2% with 0.94 and 1% with 0.98, but today's 10% too with 0.39: the
-  test could not show today's false gains. Both goals at once need about 30 studies and
-  ALLOWED = 1 (today's 10% fails with 0.86, 2% passes with 0.88), some 12 minutes here.
+- N = 12 studies (seeds 1..12), ALLOWED = 0.
+- Today's sweep (before the final comparison), measured with this benchmark over 20 seeds:
+  2 of 20 (seeds 1, 11) and 2 of 20 (seeds 1, 19), so about 10% (issue 23 says about 20%
+  for its setup); seed 1's fixed draws gave a false gain in every run, so these 12 seeds
+  fail today nearly surely (1 or 2 of 12 in the message).
+- The final comparison (docs/statistics.md) needs fresh launches to put a gain's interval
+  above min_gain: on a flat surface at 3% noise that is a 3-sd event in the few studies
+  whose search has a candidate at all, well under 0.5% a study. P(pass) = 0.995^12 = 0.94
+  at 0.5%, 0.99 at 0.1%.
+- 12 and not 20: the alone tier runs one test at a time, and 20 studies took 460-472 s on
+  the loaded 2-core VM, too much of CI's 25 minutes; seed 1 carries today's failure.
 
 Time: a launch costs about 1.3 s on an idle machine (0.55-0.8 s to healthy, mostly the
 sim's imports; 0.4 s of benchmark; tuner's own work between launches), a study 10 to 20
@@ -66,7 +68,7 @@ from tuner.views.best import best_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(1200)]
 
-SEEDS = range(1, 21)  # N = 20 studies
+SEEDS = range(1, 13)  # N = 12 studies
 ALLOWED = 0  # studies that may recommend a change (see the module's docstring)
 BUDGET = 20  # launches per study
 LAUNCH_NOISE = 0.03
