@@ -21,12 +21,14 @@ ROLE_SHAPES = {
     attrs.SEARCH: ("circle", svg.color(0)),
     attrs.CONFIRM: ("diamond", svg.color(1)),
     attrs.SIMPLIFY: ("triangle", svg.color(2)),
+    attrs.FINAL: ("hollow", svg.color(3)),
 }
 ROLE_NAMES = {
     attrs.BASELINE: "baseline (the defaults)",
     attrs.SEARCH: "search",
     attrs.CONFIRM: "confirmation (a launch again)",
     attrs.SIMPLIFY: "simplified best",
+    attrs.FINAL: "final comparison (fresh: the answer rests on these)",
 }
 
 
