@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tuner.stats.compare import Comparison, Direction, compare
 from tuner.stats.estimates import ConfigEstimate
-from tuner.stats.wording import percent
+from tuner.stats.wording import faster_or_slower, percent
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ class _Judge:
             why = "within the noise" if not cmp.significant else f"less than {floor}"
             text = (
                 f"keep the defaults: the best configuration, {self.name(best)}, is "
-                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} {_word(cmp.gain)} than the "
-                f"defaults, which is {why}"
+                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} "
+                f"{faster_or_slower(cmp.gain)} than the defaults, which is {why}"
             )
         else:
             others = [c for c in trusted if c is not baseline]
@@ -155,7 +155,7 @@ class _Judge:
                     f"keep the defaults: no configuration beat the defaults by more than the "
                     f"noise (±{percent(cmp.noise_rel)}) and {floor} ({n} "
                     f"configuration{'s' if n != 1 else ''} compared; the closest, "
-                    f"{self.name(closest)}, is {percent(cmp.gain)} {_word(cmp.gain)})"
+                    f"{self.name(closest)}, is {percent(cmp.gain)} {faster_or_slower(cmp.gain)})"
                 )
             elif untrusted:
                 n = len(untrusted)
@@ -169,7 +169,8 @@ class _Judge:
             cmp = self.versus(lucky[0], baseline)
             text += (
                 f"; {self.name(lucky[0])} looked {percent(cmp.gain)} ± {percent(cmp.noise_rel)} "
-                f"{_word(cmp.gain)} in a single launch but was not launched again to confirm it"
+                f"{faster_or_slower(cmp.gain)} in a single launch but was not launched again "
+                "to confirm it"
             )
         elif lucky:
             text += (
@@ -191,7 +192,7 @@ class _Judge:
         if chosen_vs_base is not None:
             head = (
                 f"{self.name(chosen)} ({settings(chosen)}) is {percent(chosen_vs_base.gain)} ± "
-                f"{percent(chosen_vs_base.noise_rel)} {_word(chosen_vs_base.gain)} "
+                f"{percent(chosen_vs_base.noise_rel)} {faster_or_slower(chosen_vs_base.gain)} "
                 "than the defaults"
             )
         else:
@@ -200,8 +201,8 @@ class _Judge:
             cmp = self.versus(best, chosen)
             return (
                 f"{head}, and within noise of the best, {self.name(best)} ({settings(best)}; "
-                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} {_word(cmp.gain)} than it): "
-                "fewer changes win"
+                f"{percent(cmp.gain)} ± {percent(cmp.noise_rel)} "
+                f"{faster_or_slower(cmp.gain)} than it): fewer changes win"
             )
         rivals = [c for c in equivalent if c is not best]
         if not rivals:
@@ -211,7 +212,3 @@ class _Judge:
             f"{head}; {n} other configuration{'s are' if n != 1 else ' is'} within noise of "
             "it, none with fewer changes and a significant gain over the defaults"
         )
-
-
-def _word(gain: float) -> str:
-    return "faster" if gain >= 0 else "slower"

@@ -13,3 +13,8 @@ def percent(fraction: float) -> str:
     if value != 0 and value < 0.1:
         return f"{value:.2g}%"
     return f"{value:.1f}%"
+
+
+def faster_or_slower(gain: float) -> str:
+    """The word for a signed gain (positive: better): 'faster' or 'slower'."""
+    return "faster" if gain >= 0 else "slower"

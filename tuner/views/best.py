@@ -282,7 +282,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         ),
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
-        final=final_answer(facts) if front is None else None,
+        final=final_answer(facts, rec) if front is None else None,
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from tuner import stats
 from tuner.stats.wording import percent
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.facts.final import drift_sentence, interval
+from tuner.study.facts.final import drift_sentence, interval, launches_phrase
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,12 @@ class FinalAnswer:
         return out
 
 
-def final_answer(facts: StudyAnalysis) -> FinalAnswer | None:
-    """The final comparison the answer rests on: the passed one recommended, else the last."""
+def final_answer(facts: StudyAnalysis, rec: stats.Recommendation | None) -> FinalAnswer | None:
+    """The final comparison the answer ``rec`` (``facts.recommendation()``) rests on: the
+    passed one it recommends, else the last."""
     finals = facts.final_comparisons()
     if not finals:
         return None
-    rec = facts.recommendation()
     chosen = next(
         (f for f in finals if rec is not None and f.passed and f.candidate == rec.recommended),
         finals[-1],
@@ -88,9 +88,7 @@ def final_answer(facts: StudyAnalysis) -> FinalAnswer | None:
     verdict = "clears" if chosen.passed else "does not clear"
     what = "drift" if chosen.bar > chosen.gain.min_gain else "minimum gain"
     text = (
-        f"trial {trial} against the defaults on {chosen.candidate_launches} fresh launch"
-        f"{'es' if chosen.candidate_launches != 1 else ''} of it and "
-        f"{chosen.baseline_launches} of the defaults, interleaved: {interval(chosen)}, "
+        f"trial {trial} against the defaults on {launches_phrase(chosen)}: {interval(chosen)}, "
         f"which {verdict} the {percent(chosen.bar)} {what} (noise ±{percent(noise.rel_sd)} "
         "between launches, the larger of measured and prior-shrunk)"
     )

@@ -15,12 +15,13 @@ sentence that says what the final launches showed, or that the candidate never h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tuner import stats
 from tuner.space.settings import is_default
-from tuner.stats.wording import percent
+from tuner.stats.wording import faster_or_slower, percent
 from tuner.storage import LaunchRow
 
 
@@ -45,18 +46,12 @@ def blocks(rows: Sequence[tuple[LaunchRow, stats.LaunchEstimate]]) -> tuple[Fina
         if baseline:
             if current is None:
                 continue  # a baseline before any candidate: not part of a comparison
-            found[-1] = FinalBlock(
-                current.candidate,
-                current.candidate_launches,
-                (*current.baseline_launches, estimate),
-                current.first_trial,
+            found[-1] = dataclasses.replace(
+                current, baseline_launches=(*current.baseline_launches, estimate)
             )
         elif current is not None and current.candidate == row.config_hash:
-            found[-1] = FinalBlock(
-                current.candidate,
-                (*current.candidate_launches, estimate),
-                current.baseline_launches,
-                current.first_trial,
+            found[-1] = dataclasses.replace(
+                current, candidate_launches=(*current.candidate_launches, estimate)
             )
         else:
             found.append(FinalBlock(row.config_hash, (estimate,), (), row.trial_number))
@@ -133,7 +128,11 @@ def answer(
         return candidate
     else:
         cmp = candidate.recommended_vs_baseline
-        looked = f" looked {percent(cmp.gain)} {_word(cmp.gain)} in the search, but" if cmp else ""
+        looked = (
+            f" looked {percent(cmp.gain)} {faster_or_slower(cmp.gain)} in the search, but"
+            if cmp
+            else ""
+        )
         reason = (
             f"keep the defaults: {name(candidate.recommended)}{looked} was not compared with "
             "the defaults on fresh launches (the final comparison did not run: the study "
@@ -149,7 +148,8 @@ def answer(
     )
 
 
-def _launches(f: stats.FinalComparison) -> str:
+def launches_phrase(f: stats.FinalComparison) -> str:
+    """'2 fresh launches of it and 2 of the defaults, interleaved'."""
     n = f.candidate_launches
     m = f.baseline_launches
     return f"{n} fresh launch{'es' if n != 1 else ''} of it and {m} of the defaults, interleaved"
@@ -185,7 +185,8 @@ def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
     )
     text = (
         f"{who} ({changed} setting{'s' if changed != 1 else ''} changed) is "
-        f"{interval(f)} {_word(f.gain.gain)} than the defaults on {_launches(f)}{several}: "
+        f"{interval(f)} {faster_or_slower(f.gain.gain)} than the defaults on "
+        f"{launches_phrase(f)}{several}: "
         f"the interval clears the {percent(f.bar)} "
         f"{'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
     )
@@ -196,12 +197,8 @@ def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
 def refuted_sentence(f: stats.FinalComparison, who: str) -> str:
     text = (
         f"keep the defaults: {who}, the search's choice, is {interval(f)} against the "
-        f"defaults on {_launches(f)}, which does not clear the {percent(f.bar)} "
+        f"defaults on {launches_phrase(f)}, which does not clear the {percent(f.bar)} "
         f"{'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
     )
     drift = drift_sentence(f)
     return f"{text}; {drift}" if drift else text
-
-
-def _word(gain: float) -> str:
-    return "faster" if gain >= 0 else "slower"
