@@ -186,6 +186,9 @@ class FakeRunner:
         cold_first=0.0,
         drift=0.0,
         drift_launches=DEFAULT_DRIFT_LAUNCHES,
+        screen_speed=None,
+        screen_between=0.0,
+        screen_seconds=None,
     ):  # type: ignore[no-untyped-def]
         import random
 
@@ -194,11 +197,16 @@ class FakeRunner:
         self.between, self.within, self.rounds = between, within, rounds
         self.seconds = seconds
         self.cold_first, self.drift, self.drift_launches = cold_first, drift, drift_launches
+        # A screening launch (fidelity "screen"): ``screen_speed(params)`` its true value
+        # (default: ``speed``), ``screen_between`` the extra between-launch noise of random
+        # weights, ``screen_seconds`` its times (default: ``seconds``).
+        self.screen_speed, self.screen_between = screen_speed, screen_between
+        self.screen_seconds = screen_seconds
         self.launches = 0  # run calls so far: the next launch's index
         self.rng = random.Random(seed)
         self.launched: list[tuple[str, dict]] = []
 
-    def run(self, *, trial_id, trial_number, role, settings, prune_check=None):  # type: ignore[no-untyped-def]
+    def run(self, *, trial_id, trial_number, role, settings, prune_check=None, fidelity="full"):  # type: ignore[no-untyped-def]
         from tuner.errors import LaunchError
         from tuner.trial.runner import LaunchOutcome
 
@@ -210,6 +218,7 @@ class FakeRunner:
             trial_id=trial_id,
             trial_number=trial_number,
             role=role,
+            fidelity=fidelity,
             config_hash=settings.config_hash,
             params=dict(settings.params),
             env=settings.env,
@@ -220,7 +229,11 @@ class FakeRunner:
             self.store.update_launch(launch_id, status="failed", reason=reason)
             raise LaunchError(reason, exit_code=1)
         fault = throughput_factor(index, self.cold_first, self.drift, self.drift_launches)
-        mean = self.speed(settings.params) * fault * (1 + self.rng.gauss(0, self.between))
+        screen = fidelity == "screen"
+        speed = self.screen_speed if screen and self.screen_speed is not None else self.speed
+        mean = speed(settings.params) * fault * (1 + self.rng.gauss(0, self.between))
+        if screen and self.screen_between:
+            mean *= 1 + self.rng.gauss(0, self.screen_between)
         rounds: list[float] = []
         pruned = None
         for _ in range(self.rounds):
@@ -230,10 +243,11 @@ class FakeRunner:
                 if pruned:
                     break
         timing = {}
-        if self.seconds is not None:
+        seconds = self.screen_seconds if screen and self.screen_seconds else self.seconds
+        if seconds is not None:
             import datetime as dt
 
-            healthy, rest = self.seconds
+            healthy, rest = seconds
             now = dt.datetime.now(dt.timezone.utc)
             timing = dict(
                 seconds_to_healthy=healthy,

@@ -31,6 +31,7 @@ from tuner.errors import ConfigError
 from tuner.secrets import redact_argv, secret_param, tag_choices
 from tuner.space.limits import check_limits, parse_limit
 from tuner.space.probe_spec import ProbeSpec
+from tuner.space.screening import ScreeningSpec, weight_reason
 from tuner.space.slo import CapacitySpec, check_goodput, check_slo_objective
 from tuner.space.spec_base import StrictModel, argv_as_text, as_text
 from tuner.vocabulary import DEFAULT as DEFAULT  # re-exported: tuner/study reads it here
@@ -103,6 +104,9 @@ class ParamSpec(StrictModel):
     float_range: Annotated[list[float] | None, Field(alias="float")] = None
     log: bool = False
     step: float | None = None
+    screen: bool | None = None
+    """False: never judged on a screening launch (tuner/space/screening.py); None: tuner
+    decides (a flag that acts through the weights is not screened)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -129,6 +133,11 @@ class ParamSpec(StrictModel):
         if len(domains) != 1:
             raise ValueError(
                 "needs exactly one of 'choices: [...]', 'int: [lo, hi]', 'float: [lo, hi]'"
+            )
+        if self.screen is True and weight_reason(self) is not None:
+            raise ValueError(
+                f"says 'screen: true', but {weight_reason(self)}: random weights cannot "
+                "judge it, so it is launched at full fidelity only; remove 'screen: true'"
             )
         if self.choices is not None and len(self.choices) == 0:
             raise ValueError("'choices' is empty: list at least one value, e.g. [default, 4, 8]")
@@ -300,6 +309,8 @@ class SpaceSpec(StrictModel):
     stop: StopSpec = Field(default_factory=StopSpec)
     search: SearchSpec = Field(default_factory=SearchSpec)
     probe: ProbeSpec | None = None
+    screening: ScreeningSpec | None = None
+    """Screening launches (tuner/space/screening.py): None, every launch is a full one."""
 
     @model_validator(mode="before")
     @classmethod

@@ -30,7 +30,7 @@ from tuner.errors import StoreError
 from tuner.secrets import safe_url, scrub_url
 from tuner.storage.tables import Base, MetaRow
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The layout this tuner writes. 1: studies, launches, levels, requests, samples.
 2: + tuner_meta, tuner_claims, tuner_workers, tuner_launches.fingerprint.
 3: + tuner_launches.capacity (the capacity search per round), tuner_levels.capacity_search."""
@@ -69,9 +69,20 @@ def _add_capacity_columns(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE tuner_levels ADD COLUMN capacity_search BOOLEAN"))
 
 
+def _add_fidelity_columns(conn: Connection) -> None:
+    """3 -> 4: each launch's fidelity (screening or full) and the phases of its load (older
+    rows keep NULL: full launches, phases not read)."""
+    launches = {c["name"] for c in inspect(conn).get_columns("tuner_launches")}
+    if "fidelity" not in launches:
+        conn.execute(text("ALTER TABLE tuner_launches ADD COLUMN fidelity VARCHAR(16)"))
+    if "load_phases" not in launches:
+        conn.execute(text("ALTER TABLE tuner_launches ADD COLUMN load_phases JSON"))
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: _add_launch_fingerprint,
     2: _add_capacity_columns,
+    3: _add_fidelity_columns,
 }
 """From version N to N + 1. The new tables of a version come from ``create_all``."""
 

@@ -93,6 +93,10 @@ class LaunchRow(Base):
     cleanup: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gpu_summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     capacity: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # schema 3, per round
+    # schema 4: "screen" (the space's screening args and env added) or "full" (NULL: full)
+    fidelity: Mapped[str | None] = mapped_column(String(16))
+    # schema 4: seconds of each phase of the load, read from the server's log
+    load_phases: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 

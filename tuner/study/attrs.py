@@ -105,6 +105,16 @@ BENCH: Final = "bench"
 CHECKS: Final = frozenset({CONFIRM, SIMPLIFY, FINAL})
 """The roles of the checks before an answer: while one waits or runs, the study goes on."""
 
+# --- fidelities (of a launch: docs/statistics.md "Screening launches") -------------------
+FIDELITY: Final = "tuner_fidelity"
+"""Of a trial: ``screen`` or ``full`` (tuner/study/policy/screening.py decides)."""
+Fidelity = Literal["screen", "full"]
+FULL: Final = "full"
+"""The server as the space file starts it: the model's real weights, read from disk."""
+SCREEN: Final = "screen"
+"""With the space's ``screening:`` args and env added (``--load-format dummy``): it searches,
+never decides."""
+
 # --- proposers (of search trials) ---------------------------------------------------------
 Proposer = Literal["local", "tpe", "probe"]
 LOCAL: Final = "local"

@@ -135,6 +135,9 @@ class TrialView:
     config: str | None = None
     launched: bool = False
     worker: str | None = None
+    fidelity: str | None = None
+    """``screen`` or ``full`` once queued or started (None: a free proposal not yet started,
+    or a study from before screening: full)."""
 
     @classmethod
     def of(cls, number: int, state: str, found: Mapping[str, Any]) -> TrialView:
@@ -146,7 +149,12 @@ class TrialView:
             config=found.get(attrs.CONFIG),
             launched=bool(found.get(attrs.LAUNCHED)),
             worker=found.get(attrs.WORKER),
+            fidelity=found.get(attrs.FIDELITY),
         )
+
+    @property
+    def screening(self) -> bool:
+        return self.fidelity == attrs.SCREEN
 
     @property
     def waiting(self) -> bool:

@@ -78,6 +78,7 @@ class Runner(Protocol):
         role: str,
         settings: Settings,
         prune_check: PruneCheck | None = None,
+        fidelity: str = "full",
     ) -> LaunchOutcome: ...
 
 
@@ -119,8 +120,11 @@ class TrialRunner:
         role: str,
         settings: Settings,
         prune_check: PruneCheck | None = None,
+        fidelity: str = "full",
     ) -> LaunchOutcome:
         """Launch, benchmark every round, stop; raise LaunchError/BenchmarkError on failure.
+
+        ``fidelity`` "screen": with the space's ``screening:`` args and env added.
 
         Whatever happens (Ctrl-C, SIGTERM and a second one during the stop included), the
         server is stopped and the launch row is left with a final status and reason
@@ -130,7 +134,12 @@ class TrialRunner:
         port = free_port(server.host) if server.port == "auto" else int(server.port)
         trial_dir = self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}"
         launch = launch_spec_for(
-            self.space, settings, port=port, trial_dir=trial_dir.resolve(), gpu=self.gpu
+            self.space,
+            settings,
+            port=port,
+            trial_dir=trial_dir.resolve(),
+            gpu=self.gpu,
+            screening=fidelity == "screen",
         )
         if self.gpu.available:
             ensure_gpus_idle(
@@ -155,6 +164,7 @@ class TrialRunner:
             trial_id=trial_id,
             trial_number=trial_number,
             role=role,
+            fidelity=fidelity,
             config_hash=settings.config_hash,
             params=dict(settings.params),
             env=env,
@@ -386,8 +396,12 @@ def launch_spec_for(
     port: int,
     trial_dir: Path,
     gpu: GpuBackend | None = None,
+    screening: bool = False,
 ) -> LaunchSpec:
     """How to start the server for these settings: argv, env, unset variables, log file.
+
+    ``screening``: a screening launch, the space's ``screening.args`` after the trial's and
+    its ``screening.env`` over the rest (tuner/space/screening.py).
 
     The server's env is built here once; its ``CUDA_VISIBLE_DEVICES`` (or tuner's own)
     names the GPUs to watch, UUIDs resolved through ``gpu``. A secret param's real value
@@ -402,12 +416,17 @@ def launch_spec_for(
         "space_dir": str(space.path.resolve().parent),
     }
     env = server_env(server, settings, port=port, **names)
+    argv = server_argv(server, settings, port=port, **names)
+    extra = space.spec.screening if screening else None
+    if extra is not None:
+        argv += list(extra.args)
+        env.update(extra.env)
     return LaunchSpec(
-        argv=server_argv(server, settings, port=port, **names),
+        argv=argv,
         env=env,
         # `default` removes a variable from the inherited environment too, unless the
         # space's fixed env sets it on purpose.
-        unset=frozenset(settings.unset - set(server.env)),
+        unset=frozenset(settings.unset - set(server.env) - set(extra.env if extra else ())),
         host=server.host,
         port=port,
         health_path=server.health_path,

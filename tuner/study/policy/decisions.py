@@ -37,6 +37,12 @@ class Launch:
         return str(found) if found is not None else None
 
     @property
+    def fixed_fidelity(self) -> str | None:
+        """A fidelity the policy fixed (the full baselines); None: the rule decides."""
+        found = self.extra_attrs.get(attrs.FIDELITY)
+        return str(found) if found is not None else None
+
+    @property
     def proposer(self) -> str | None:
         found = self.extra_attrs.get(attrs.PROPOSER)
         return str(found) if found is not None else None

@@ -20,7 +20,7 @@ from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.launch_times import LaunchTimes
 from tuner.study.facts.limit_data import LimitData
-from tuner.study.policy import probe_narrowing
+from tuner.study.policy import probe_narrowing, screening
 from tuner.study.policy.decisions import Launch
 from tuner.study.state import StudyState, TrialView, launched
 
@@ -66,6 +66,9 @@ class Snapshot:
                         role=launch.role,
                         proposer=launch.proposer,
                         config=launch.config,
+                        fidelity=screening.fidelity(
+                            self.spec, launch.role, launch.params, launch.fixed_fidelity
+                        ),
                     )
                 )
         return dataclasses.replace(self, trials=tuple(new))

@@ -24,6 +24,7 @@ import optuna
 from tuner.space.spec import Scalar, SpaceSpec
 from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.policy import screening
 from tuner.study.run.workers import DeadWorkers, Heartbeat
 from tuner.study.suggest import optuna_params
 
@@ -138,8 +139,12 @@ def enqueue_launch(
 ) -> None:
     """Queue one launch of ``params`` in ``role`` (baseline, search, confirm, simplify);
     a claimed one carries its claim among ``extra_attrs`` (``claim_and_enqueue``)."""
+    extra = dict(extra_attrs or {})
+    fixed = extra.get(attrs.FIDELITY)
+    # Its fidelity decided now (tuner/study/policy/screening.py), as the snapshot counted it.
+    extra[attrs.FIDELITY] = screening.fidelity(spec, role, params, str(fixed) if fixed else None)
     study.enqueue_trial(
         dict(optuna_params(spec, params)),
-        user_attrs={attrs.ROLE: role, attrs.PARAMS: dict(params), **(extra_attrs or {})},
+        user_attrs={attrs.ROLE: role, attrs.PARAMS: dict(params), **extra},
         skip_if_exists=False,
     )

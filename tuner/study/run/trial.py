@@ -22,7 +22,7 @@ from tuner.space.spec import Space
 from tuner.study import attrs, gate
 from tuner.study.facts import feasibility
 from tuner.study.facts.objective_values import launch_means
-from tuner.study.policy import steering
+from tuner.study.policy import screening, steering
 from tuner.study.run import verdicts
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.workers import worker_id
@@ -97,6 +97,8 @@ def run_trial(
     if refused:
         _not_launched(trial, refused)
     trial.set_user_attr(attrs.LAUNCHED, True)
+    level = screening.fidelity(spec, role, settings.params, trial.user_attrs.get(attrs.FIDELITY))
+    trial.set_user_attr(attrs.FIDELITY, level)
     prune_check = controller.prune_check() if role == attrs.SEARCH else None
     try:
         outcome = runner.run(
@@ -105,6 +107,7 @@ def run_trial(
             role=role,
             settings=settings,
             prune_check=prune_check,
+            fidelity=level,
         )
     except (LaunchError, BenchmarkError) as exc:
         reason = getattr(exc, "reason", None) or str(exc)

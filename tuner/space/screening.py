@@ -1,0 +1,110 @@
+"""The ``screening:`` section: cheap launches that search, beside full ones that decide.
+
+A screening launch is the server started with ``screening.args`` added to its command and
+``screening.env`` to its environment: on vLLM ``--load-format dummy``, random weights, so
+the minutes of reading the model from disk are skipped (vLLM's own
+benchmarks/auto_tune/auto_tune.sh launches its trials so). What a study tunes (NCCL,
+compilation, CUDA graphs, scheduling) acts on kernels, communication and batching, the same
+whatever the weights are. Some settings act through the weights and cannot be judged on
+random ones: speculative decoding (the drafts' acceptance depends on real weights), a
+change of model, quantization or weights format. Those are launched at full fidelity only
+(``screenable``), as is any param that says ``screen: false``.
+
+docs/space-file.md ("screening") and docs/statistics.md ("Screening launches").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator, model_validator
+
+from tuner.space.spec_base import StrictModel, argv_as_text, as_text
+from tuner.vocabulary import DEFAULT
+
+if TYPE_CHECKING:
+    from tuner.space.spec import ParamSpec
+
+WEIGHT_FLAGS: tuple[str, ...] = (
+    "--speculative-config",
+    "--num-speculative-tokens",
+    "--speculative-model",
+    "--speculative-draft-tensor-parallel-size",
+    "--model",
+    "--quantization",
+    "-q",
+    "--load-format",
+    "--revision",
+    "--tokenizer",
+)
+"""vLLM flags that act through the weights: random weights cannot judge them."""
+WEIGHT_ENV: tuple[str, ...] = ()
+"""Environment variables that act through the weights (none known yet)."""
+
+
+class ScreeningSpec(StrictModel):
+    """What a screening launch adds to the server's command and environment, and its budget."""
+
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    max_launches: int = Field(default=40, ge=1)
+    """Screening launches the study may make at most (``--trials`` counts full loads)."""
+    baseline_launches: int = Field(default=1, ge=1, le=8)
+    """Full-fidelity launches of the defaults when the study opens (beside the screening
+    baseline's ``stop.baseline_launches``): they measure the bias between the fidelities."""
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _args_as_text(cls, value: Any) -> Any:
+        return argv_as_text(value, "[--load-format, dummy]")
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_as_text(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {str(k): as_text(v) for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _adds_something(self) -> ScreeningSpec:
+        if not self.args and not self.env:
+            raise ValueError(
+                "adds nothing to a launch: give 'args: [--load-format, dummy]' (vLLM) or "
+                "an 'env:', or leave the section out"
+            )
+        return self
+
+
+def flag_name(arg: str) -> str:
+    """``--speculative-config={"n": 2}`` -> ``--speculative-config``."""
+    return arg.split("=", 1)[0]
+
+
+def weight_reason(param: ParamSpec) -> str | None:
+    """Why random weights cannot judge this param (its flag acts through the weights)."""
+    for arg in param.args or ():
+        if flag_name(arg) in WEIGHT_FLAGS:
+            return f"{flag_name(arg)} acts through the weights"
+    if param.env is not None and param.env in WEIGHT_ENV:
+        return f"{param.env} acts through the weights"
+    return None
+
+
+def unscreenable_reason(param: ParamSpec) -> str | None:
+    """Why a param is launched at full fidelity only; None: screening can judge it."""
+    if param.screen is False:
+        return "screen: false"
+    return weight_reason(param)
+
+
+def unscreenable(params: Mapping[str, ParamSpec]) -> dict[str, str]:
+    """The params screening cannot judge, each with the reason."""
+    found = {name: unscreenable_reason(p) for name, p in params.items()}
+    return {name: why for name, why in found.items() if why is not None}
+
+
+def screenable(params: Mapping[str, ParamSpec], values: Mapping[str, Any]) -> bool:
+    """A configuration screening can judge: it leaves every unscreenable param at default."""
+    blocked = unscreenable(params)
+    return not any(name in blocked and value != DEFAULT for name, value in values.items())
