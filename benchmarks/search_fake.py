@@ -78,6 +78,13 @@ class Options:
     budget: int | None = None  # launches (CASES' budget)
     probe: bool = False  # sim.yaml's probe, on the case's profile
     cold_first: float = 0.0  # launch 0 runs x (1 - cold_first)
+    screening: bool = False  # a screening: section (--load-format dummy): search on it
+    screen_bias: float = 0.005  # a screening launch runs x (1 + bias) ...
+    screen_noise: float = 0.005  # ... x (1 + N(0, this)) more between launches
+    screen_max: int | None = None  # screening.max_launches (default 40)
+    full_s: tuple[float, float] = (36 * 60.0, 300.0)  # a full launch: to healthy, the rest
+    screen_s: tuple[float, float] = (120.0, 300.0)  # a screening launch's
+    hurts_on_screen: str | None = None  # a param=value whose gain turns to a loss on dummy
     drift: float = 0.0  # launch k runs x (1 - drift x min(k, N) / N); < 0 warms up
     drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
 
@@ -127,6 +134,10 @@ def run_case(
             "stop": stop,
             "search": {"max_changes": args.max_changes},
         }
+        if args.screening:
+            space_dict["screening"] = {"args": ["--load-format", "dummy"]}
+            if args.screen_max is not None:
+                space_dict["screening"]["max_launches"] = args.screen_max
         if args.probe:
             # sim.yaml's probe, timing this case's own all-reduce model (docs/probe.md); the
             # fake runner's tok/s are not the profile's, so its comm share is given.
@@ -151,6 +162,14 @@ def run_case(
         def speed(params: dict[str, Any]) -> float:
             return 100.0 * truth(tuple(sorted((k, str(v)) for k, v in params.items())))
 
+        def screen_speed(params: dict[str, Any]) -> float:
+            # Random weights: the same settings act alike, at a small bias; a setting that
+            # acts through the weights (``hurts_on_screen``) turns its gain into a loss.
+            value = speed(params) * (1 + args.screen_bias)
+            if args.hurts_on_screen and _has(params, args.hurts_on_screen):
+                value *= 0.9 / (speed(params) / speed({**params, **_unset(args.hurts_on_screen)}))
+            return value
+
         storage = f"sqlite:///{tmp}/s.db"
         runner = FakeRunner(
             Store(storage),
@@ -162,6 +181,10 @@ def run_case(
             cold_first=args.cold_first,
             drift=args.drift,
             drift_launches=args.drift_launches,
+            screen_speed=screen_speed,
+            screen_between=args.screen_noise,
+            seconds=args.full_s,
+            screen_seconds=args.screen_s,
         )
         result = run_sweep(space, storage=storage, n_trials=budget, seed=seed, runner=runner)
         report = best_report(storage, space.study_name)
@@ -185,7 +208,22 @@ def run_case(
             if optimum > 1.0
             else "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
             "seconds": time.monotonic() - t0,
+            "full": sum(1 for f in runner.fidelities if f == "full"),
+            "screen": sum(1 for f in runner.fidelities if f == "screen"),
+            "hours": sum(
+                sum(args.screen_s if f == "screen" else args.full_s) for f in runner.fidelities
+            )
+            / 3600,
         }
+
+
+def _has(params: dict[str, Any], setting: str) -> bool:
+    name, value = setting.split("=", 1)
+    return str(params.get(name)) == value
+
+
+def _unset(setting: str) -> dict[str, str]:
+    return {setting.split("=", 1)[0]: "default"}
 
 
 def _run_one(job: tuple[str, int, Options]) -> dict[str, Any]:
@@ -237,8 +275,14 @@ def main() -> int:
         "--drift-launches", type=int, default=DEFAULT_DRIFT_LAUNCHES, help="drift over N"
     )
     p.add_argument("--jobs", type=int, default=1, help="processes per case (default 1)")
+    p.add_argument("--screening", action="store_true", help="search on screening launches")
+    p.add_argument("--screen-bias", type=float, default=0.005, help="screening's bias")
+    p.add_argument("--screen-noise", type=float, default=0.005, help="screening's extra noise")
+    p.add_argument("--screen-max", type=int, default=None, help="screening.max_launches")
     args = p.parse_args()
-    options = Options(**{f.name: getattr(args, f.name) for f in fields(Options)})
+    options = Options(
+        **{f.name: getattr(args, f.name) for f in fields(Options) if hasattr(args, f.name)}
+    )
     extra = ""
     if args.patience is not None:
         extra += f", patience {args.patience}"
@@ -280,7 +324,9 @@ def main() -> int:
         print(
             f"{case:<12} {score} (missed: seeds {missed}), "
             f"launches median {statistics.median(used):g} "
-            f"mean {statistics.fmean(used):.1f} max {max(used)}; stops {reasons}; "
+            f"mean {statistics.fmean(used):.1f} max {max(used)}; full loads median "
+            f"{statistics.median(r['full'] for r in rows):g} max {max(r['full'] for r in rows)}, "
+            f"hours median {statistics.median(r['hours'] for r in rows):.1f}; stops {reasons}; "
             f"{time.monotonic() - t0:.0f} s"
         )
     return 0

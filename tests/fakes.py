@@ -205,6 +205,7 @@ class FakeRunner:
         self.launches = 0  # run calls so far: the next launch's index
         self.rng = random.Random(seed)
         self.launched: list[tuple[str, dict]] = []
+        self.fidelities: list[str] = []  # each launch's, in the order of ``launched``
 
     def run(self, *, trial_id, trial_number, role, settings, prune_check=None, fidelity="full"):  # type: ignore[no-untyped-def]
         from tuner.errors import LaunchError
@@ -213,6 +214,7 @@ class FakeRunner:
         index = self.launches  # as the sim's --launch-index-file gives it
         self.launches += 1
         self.launched.append((role, dict(settings.changed)))
+        self.fidelities.append(fidelity)
         launch_id = self.store.add_launch(
             study=self.study,
             trial_id=trial_id,

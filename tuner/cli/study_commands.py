@@ -37,9 +37,19 @@ def run(
             "-n",
             min=1,
             help="Server launches of the study in all, every worker's together (a resumed "
-            "study counts the ones done).",
+            "study counts the ones done); with a screening: section, full loads (screening "
+            "launches have screening.max_launches).",
         ),
     ] = 20,
+    hours: Annotated[
+        float | None,
+        typer.Option(
+            "--hours",
+            min=0.01,
+            help="Stop the search before its measured launch costs would pass this many hours "
+            "(the final comparison's full launches kept within them).",
+        ),
+    ] = None,
     worker_trials: Annotated[
         int | None,
         typer.Option(
@@ -78,6 +88,7 @@ def run(
         console=out,
         worker_trials=worker_trials,
         split_by_host=split_by_host,
+        hours=hours,
     )
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
     code = exit_codes.for_stop_reason(result.stop_reason)

@@ -53,6 +53,9 @@ class ScreeningSpec(StrictModel):
     baseline_launches: int = Field(default=1, ge=1, le=8)
     """Full-fidelity launches of the defaults when the study opens (beside the screening
     baseline's ``stop.baseline_launches``): they measure the bias between the fidelities."""
+    patience: int | None = Field(default=None, ge=1)
+    """Screening launches without a significant gain before the plateau stop; default twice
+    ``stop.patience``: a screening launch costs minutes, a full one the model's load."""
 
     @field_validator("args", mode="before")
     @classmethod

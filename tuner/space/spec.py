@@ -312,6 +312,14 @@ class SpaceSpec(StrictModel):
     screening: ScreeningSpec | None = None
     """Screening launches (tuner/space/screening.py): None, every launch is a full one."""
 
+    @property
+    def search_patience(self) -> int:
+        """Search trials without a significant gain before the plateau stop: with screening,
+        ``screening.patience`` (default twice ``stop.patience``), else ``stop.patience``."""
+        if self.screening is None:
+            return self.stop.patience
+        return self.screening.patience or 2 * self.stop.patience
+
     @model_validator(mode="before")
     @classmethod
     def _first_objective(cls, raw: Any) -> Any:
@@ -326,6 +334,15 @@ class SpaceSpec(StrictModel):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> SpaceSpec:
+        if self.screening is not None and (self.objectives or self.objective.subject_to):
+            # Their answers may rest on the search's own launches (the Pareto front, a
+            # configuration that meets limits the defaults break): never on screening ones.
+            what = "several objectives" if self.objectives else "objective.subject_to limits"
+            raise ValueError(
+                f"screening: is not supported with {what} yet (their answer may rest on the "
+                "search's launches, and a screening launch never makes an answer): remove "
+                "the screening: section, or search with one objective and no limits"
+            )
         for c in self.constraints:
             for side in (c.left, c.right):
                 if not _is_number(side) and side not in self.params:

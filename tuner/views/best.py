@@ -28,6 +28,7 @@ from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
+from tuner.views.best_screening import ScreeningAnswer, screening_answer
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
@@ -175,6 +176,8 @@ class BestReport:
     """With ``benchmark.capacity``: the answer's capacity searches (views/best_capacity.py)."""
     final: FinalAnswer | None = None
     """The final comparison the answer rests on, with the drift (views/best_final.py)."""
+    screening: ScreeningAnswer | None = None
+    """With ``screening:``: what screening searched and full launches decided."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -209,6 +212,7 @@ class BestReport:
         if self.capacity is not None:
             out["capacity"] = self.capacity.to_json()
         out["final"] = self.final.to_json() if self.final is not None else None
+        out["screening"] = self.screening.to_json() if self.screening is not None else None
         return out
 
 
@@ -283,6 +287,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
         final=final_answer(facts, rec) if front is None else None,
+        screening=screening_answer(facts),
     )
 
 

@@ -80,6 +80,8 @@ def print_best(
             console.print(
                 "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
             )
+    for line in report.screening.lines() if report.screening is not None else ():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)

@@ -86,6 +86,7 @@ def run_with_console(
     console: Console,
     worker_trials: int | None = None,
     split_by_host: bool = False,
+    hours: float | None = None,
 ) -> SweepOutcome:
     """Load the space, open the GPUs (or say there are none), and run the sweep live.
 
@@ -124,4 +125,5 @@ def run_with_console(
         worker_trials=worker_trials,
         split_by_host=split_by_host,
         display=progress,
+        hours=hours,
     )

@@ -12,7 +12,8 @@ import math
 from typing import Any
 
 from tuner.stats.wording import percent
-from tuner.study.facts.plan import CostPlan
+from tuner.study.facts.launch_times import LaunchTimes
+from tuner.study.facts.plan import CostPlan, ScreeningPlan
 from tuner.study.facts.plan_levers import pct_text, seconds_text
 
 
@@ -60,6 +61,8 @@ def plan_lines(plan: CostPlan) -> list[str]:
         f"  this study cannot confirm gains below {pct_text(plan.confirmable)}",
     ]
     out.append(f"  to a verdict: {_launches_text(plan)}")
+    if plan.screening is not None:
+        out += _screening_lines(plan.screening)
     if plan.levers:
         out.append("  what would lower them:")
         out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)
@@ -85,6 +88,35 @@ def _launches_text(plan: CostPlan) -> str:
         f"({seconds_text(times.healthy_s)} to healthy + {seconds_text(times.rest_s)} benchmark "
         f"and stop): {_duration(low)} to {_duration(high)}"
     )
+
+
+def _screening_lines(s: ScreeningPlan) -> list[str]:
+    """Both kinds of launch with their measured cost, and the hours with and without."""
+
+    def kind(name: str, t: LaunchTimes) -> str:
+        if t.healthy_s is None or t.per_launch_s is None:
+            return f"{name}: not timed yet"
+        return (
+            f"{name} {seconds_text(t.healthy_s)} to healthy, {seconds_text(t.per_launch_s)} a "
+            f"launch ({t.launches} timed)"
+        )
+
+    def hours(value: float | None) -> str:
+        return _duration(value) if value is not None else "time unknown"
+
+    line = f"  launches: {kind('a full load', s.full)}; {kind('a screening launch', s.screen)}"
+    if s.full.per_launch_s and s.screen.per_launch_s:
+        line += f": a screening launch saves {1 - s.screen.per_launch_s / s.full.per_launch_s:.0%}"
+    keep, gain = s.keep_defaults, s.one_gain
+    return [
+        line,
+        f"  with screening: {keep[0]} screening + {keep[1]} full launches to keep the defaults "
+        f"({hours(s.hours(keep))}), {gain[0]} + {gain[1]} with one gain found "
+        f"({hours(s.hours(gain))}; at most {s.max_launches} screening launches)",
+        f"  without screening (every launch a full load): {s.without[0]} launches to keep the "
+        f"defaults ({hours(s.hours_without(s.without[0]))}), {s.without[1]} with one gain "
+        f"({hours(s.hours_without(s.without[1]))})",
+    ]
 
 
 def _duration(hours: float) -> str:

@@ -14,6 +14,8 @@ def trial_line(trial: FrozenTrial, metric: str) -> str:
     changed = changed_from_defaults(params)
     what = " ".join(f"{k}={v}" for k, v in changed.items()) or "(defaults)"
     role = trial.user_attrs.get(attrs.ROLE, attrs.SEARCH)
+    if trial.user_attrs.get(attrs.FIDELITY) == attrs.SCREEN:
+        role = f"{role}/screen"  # a screening launch: it searches, never decides
     if trial.state == TrialState.COMPLETE and trial.values:
         # Several objectives: the first one's value, as the metric names it.
         outcome = f"{metric}={trial.values[0]:.4g}"

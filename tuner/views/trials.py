@@ -20,6 +20,7 @@ from tuner.errors import StoreError
 from tuner.space.settings import changed_from_defaults
 from tuner.space.spec import Scalar
 from tuner.storage.tables import LaunchRow, LevelRow
+from tuner.study import attrs
 from tuner.study.attrs import HOST as HOST_ATTR
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
@@ -45,6 +46,8 @@ class TrialRow:
     """Why the trial failed or was pruned, as the sweep or the launch recorded it."""
     host: str | None = None
     """The host it ran on (several share a study on PostgreSQL: docs/distributed.md)."""
+    fidelity: str | None = None
+    """``screen`` or ``full`` (None: not launched, or a study from before screening)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class TrialRow:
             "seconds_to_healthy": self.seconds_to_healthy,
             "reason": self.reason,
             "host": self.host,
+            "fidelity": self.fidelity,
         }
 
 
@@ -65,6 +69,7 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
 
     opened = open_study(storage, study)
     launches = {r.trial_number: r for r in opened.store.launches(study)}
+    screening = opened.space.spec.screening is not None
     rows = []
     for t in opened.optuna_study.get_trials(deepcopy=False):
         params = t.user_attrs.get(PARAMS_ATTR) or {}
@@ -75,11 +80,16 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
                 state=t.state.name.lower(),
                 role=t.user_attrs.get(ROLE_ATTR, SEARCH),
                 changed=changed_from_defaults(params),
-                value=t.values[0] if t.values else None,  # several objectives: the first
+                # The launch's own mean (optuna's value of a full launch in a screening study
+                # is on the screening scale); several objectives: the first.
+                value=launch.objective_mean
+                if screening and launch is not None and launch.objective_mean is not None
+                else (t.values[0] if t.values else None),
                 stderr=launch.objective_se if launch else None,
                 seconds_to_healthy=launch.seconds_to_healthy if launch else None,
                 reason=t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
                 host=launch.host if launch else t.user_attrs.get(HOST_ATTR),
+                fidelity=(launch.fidelity or attrs.FULL) if launch else None,
             )
         )
     return rows
@@ -90,9 +100,12 @@ def print_trials(storage: str, study: str, console: Console) -> None:
     rows = trials_rows(storage, study)
     # A host column only when several hosts worked on the study.
     several = len({r.host for r in rows if r.host is not None}) > 1
+    # A fidelity column only in a study with screening launches (they search, never decide).
+    screened = any(r.fidelity == attrs.SCREEN for r in rows)
     table = Table(title=f"trials of {study}")
     columns = ["#", "state", "role", "value", "± s.e.", "load s", "changed params / reason"]
-    for col in [*columns[:3], "host"] if several else columns[:3]:
+    first = [*columns[:3], *(["fidelity"] if screened else []), *(["host"] if several else [])]
+    for col in first:
         table.add_column(col, overflow="fold")
     for col in columns[3:]:
         table.add_column(col, overflow="fold")
@@ -103,6 +116,7 @@ def print_trials(storage: str, study: str, console: Console) -> None:
             str(r.number),
             r.state,
             r.role,
+            *([r.fidelity or "-"] if screened else []),
             *([r.host or "-"] if several else []),
             f"{r.value:.4g}" if r.value is not None else "-",
             f"{r.stderr:.2g}" if r.stderr is not None else "-",

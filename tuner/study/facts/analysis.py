@@ -21,6 +21,7 @@ from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import Observation
 from tuner.study.facts import feasibility, final
+from tuner.study.facts.fidelity import FidelityFacts, fidelity_facts
 from tuner.study.facts.objective_values import ObjectiveEstimates, estimate_objectives
 
 
@@ -64,6 +65,13 @@ class StudyAnalysis:
     final.py): the search never sees them, the answer rests on them."""
     final_noise: stats.FinalNoise | None = None
     """The between-launch noise over every launch, final ones included, measured and shrunk."""
+    fidelity: FidelityFacts | None = None
+    """With a ``screening:`` section: the bias between the fidelities and how well screening
+    ranks (tuner/study/facts/fidelity.py); None without one. ``configs`` then holds the
+    screening launches (and, on that scale, the full ones screening cannot judge)."""
+    full_opening: tuple[stats.LaunchEstimate, ...] | None = None
+    """With screening: the opening's full launches of the defaults, what the final
+    comparisons' drift is measured against (the screening baseline is another fidelity)."""
 
     @property
     def direction(self) -> stats.Direction:
@@ -121,6 +129,8 @@ class StudyAnalysis:
         baseline = self.baseline
         stop = self.space.spec.stop
         opening = baseline.launches[: stop.baseline_launches] if baseline is not None else ()
+        if self.full_opening is not None:
+            opening = self.full_opening
         return final.verdicts(
             self.final_blocks,
             opening,
@@ -235,11 +245,20 @@ def analyze(
     rows = list(rows) if rows is not None else store.launches(space.study_name)
     if fingerprint is not None:
         rows = [r for r in rows if r.fingerprint in (None, fingerprint)]
+    screening = space.spec.screening is not None
     counts: dict[str, int] = defaultdict(int)
     groups: dict[str, list[LaunchRow]] = defaultdict(list)
     estimates: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
     measured = []
     final_rows: list[tuple[LaunchRow, stats.LaunchEstimate]] = []
+    full: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
+    """With screening: every complete full launch, by configuration, unscaled."""
+    deciding: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
+    """With screening: the full launches of the defaults and the final comparisons."""
+    full_opening: list[stats.LaunchEstimate] = []
+    searched_full: list[LaunchRow] = []
+    """With screening: full launches of configurations screening cannot judge, searched
+    on the screening scale once it is known."""
     for row in rows:
         counts[row.status] += 1
         if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
@@ -247,16 +266,52 @@ def analyze(
         if not row.objective_rounds:
             continue
         estimate = stats.launch_estimate(row.objective_rounds)
+        complete = row.status == LaunchStatus.COMPLETE
+        if screening and (row.fidelity or attrs.FULL) == attrs.FULL:
+            if complete:
+                full[row.config_hash].append(estimate)
+            if row.role in (attrs.FINAL, attrs.BASELINE):
+                if complete:
+                    deciding[row.config_hash].append(estimate)
+                    if row.role == attrs.BASELINE:
+                        full_opening.append(estimate)
+                    else:
+                        final_rows.append((row, estimate))
+                continue  # the full defaults and final launches decide; they never search
+            searched_full.append(row)
+            continue
         if row.role == attrs.FINAL:
-            if row.status == LaunchStatus.COMPLETE:
+            if complete:
                 final_rows.append((row, estimate))
             continue  # the search never sees a final launch: it decides, it does not select
         measured.append((dict(row.params), estimate))
-        if row.status == LaunchStatus.COMPLETE:
+        if complete:
             groups[row.config_hash].append(row)
             estimates[row.config_hash].append(estimate)
+    screened = {key: tuple(group) for key, group in estimates.items()}
+    noise = stats.between_launch_variance(screened.values())
+    fidelity = None
+    if screening:
+        baseline_key = next(
+            (k for k, g in groups.items() if all(is_default(v) for v in g[0].params.values())),
+            None,
+        )
+        fidelity = fidelity_facts(
+            screened,
+            full,
+            baseline_key=baseline_key,
+            noise=noise,
+            confidence=space.spec.stop.confidence,
+        )
+        for row in searched_full:  # on the screening scale, beside the screening launches
+            scaled = stats.launch_estimate([v * fidelity.scale for v in row.objective_rounds or ()])
+            measured.append((dict(row.params), scaled))
+            if row.status == LaunchStatus.COMPLETE:
+                groups[row.config_hash].append(row)
+                estimates[row.config_hash].append(scaled)
+        if searched_full:
+            noise = stats.between_launch_variance([tuple(g) for g in estimates.values()])
     launches = {key: tuple(group) for key, group in estimates.items()}
-    noise = stats.between_launch_variance(launches.values())
     blocks = final.blocks(final_rows)
     configs = {}
     for key, group in groups.items():
@@ -269,6 +324,12 @@ def analyze(
             estimate=stats.config_estimate(launches[key], noise),
             is_baseline=all(is_default(v) for v in params.values()),
         )
+    if screening:
+        # Pooled within each fidelity: the bias between them is not noise.
+        keyed = [*launches.values(), *(tuple(v) for v in deciding.values())]
+        final_noise = stats.final_noise(keyed) if blocks else None
+    else:
+        final_noise = final.noise_over(launches, final_rows) if blocks else None
     return StudyAnalysis(
         space=space,
         configs=configs,
@@ -282,5 +343,7 @@ def analyze(
             else None
         ),
         final_blocks=blocks,
-        final_noise=final.noise_over(launches, final_rows) if blocks else None,
+        final_noise=final_noise,
+        fidelity=fidelity,
+        full_opening=tuple(full_opening) if screening else None,
     )

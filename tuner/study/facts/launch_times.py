@@ -6,7 +6,7 @@ The cost plan (tuner/study/facts/plan.py) turns launches into hours with these.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tuner.storage import LaunchRow, LaunchStatus
 
@@ -26,6 +26,34 @@ class LaunchTimes:
         if self.healthy_s is None or self.rest_s is None:
             return None
         return self.healthy_s + self.rest_s
+
+
+def _no_times() -> LaunchTimes:
+    return LaunchTimes(0, None, None)
+
+
+@dataclass(frozen=True)
+class LaunchCosts:
+    """A study's time: seconds spent on launches so far, and a launch's cost per fidelity."""
+
+    spent_s: float = 0.0
+    """Start to stop of every finished launch, failed ones included."""
+    full: LaunchTimes = field(default_factory=_no_times)
+    screen: LaunchTimes = field(default_factory=_no_times)
+
+
+def launch_costs(rows: Sequence[LaunchRow]) -> LaunchCosts:
+    """The study's time from its launches (see ``LaunchCosts``)."""
+    spent = sum(
+        (row.finished_at - row.started_at).total_seconds()
+        for row in rows
+        if row.finished_at is not None and row.started_at is not None
+    )
+    return LaunchCosts(
+        spent_s=spent,
+        full=launch_times([r for r in rows if (r.fidelity or "full") == "full"]),
+        screen=launch_times([r for r in rows if r.fidelity == "screen"]),
+    )
 
 
 def launch_times(rows: Sequence[LaunchRow]) -> LaunchTimes:

@@ -36,7 +36,7 @@ from tuner.space.spec import SpaceSpec
 from tuner.stats.power import DetectableGain, detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.facts.launch_times import LaunchTimes
+from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.plan_levers import Lever, levers
 
 PLAN_POWER = 0.5
@@ -83,6 +83,8 @@ class CostPlan:
     budget: int | None
     times: LaunchTimes
     levers: tuple[Lever, ...]
+    screening: ScreeningPlan | None = None
+    """With a ``screening:`` section: both kinds of launch, and the hours with and without."""
 
     @property
     def assumed_between(self) -> bool:
@@ -148,6 +150,62 @@ class CostPlan:
                 "one_gain": self.hours(self.typical),
             },
             "levers": [dataclasses.asdict(lever) for lever in self.levers],
+            "screening": self.screening.to_json() if self.screening is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class ScreeningPlan:
+    """The launches of a screening study by kind, and its hours against the same study
+    without screening (every launch a full load, ``stop.patience``)."""
+
+    full: LaunchTimes
+    screen: LaunchTimes
+    keep_defaults: tuple[int, int]
+    """(screening, full) launches to keep the defaults."""
+    one_gain: tuple[int, int]
+    """(screening, full) launches with one gain found."""
+    without: tuple[int, int]
+    """Full launches without screening: to keep the defaults, with one gain found."""
+    max_launches: int
+
+    def hours(self, launches: tuple[int, int]) -> float | None:
+        screen, full = self.screen.per_launch_s, self.full.per_launch_s
+        if full is None or (screen is None and launches[0]):
+            return None
+        return (launches[0] * (screen or 0.0) + launches[1] * full) / 3600
+
+    def hours_without(self, launches: int) -> float | None:
+        full = self.full.per_launch_s
+        return None if full is None else launches * full / 3600
+
+    def to_json(self) -> dict[str, Any]:
+        def times(t: LaunchTimes) -> dict[str, Any]:
+            return {
+                "to_healthy": t.healthy_s,
+                "per_launch": t.per_launch_s,
+                "launches_timed": t.launches,
+            }
+
+        return {
+            "seconds": {"full": times(self.full), "screen": times(self.screen)},
+            "launches": {
+                "keep_defaults": {"screen": self.keep_defaults[0], "full": self.keep_defaults[1]},
+                "one_gain": {"screen": self.one_gain[0], "full": self.one_gain[1]},
+                "without_screening": {
+                    "keep_defaults": self.without[0],
+                    "one_gain": self.without[1],
+                },
+                "max_screening": self.max_launches,
+            },
+            "hours": {
+                "keep_defaults": self.hours(self.keep_defaults),
+                "one_gain": self.hours(self.one_gain),
+                "without_screening": {
+                    "keep_defaults": self.hours_without(self.without[0]),
+                    "one_gain": self.hours_without(self.without[1]),
+                },
+            },
         }
 
 
@@ -159,8 +217,12 @@ def cost_plan(
     baseline_measured: int,
     budget: int | None = None,
     futility_min_trials: int | None = None,
+    costs: LaunchCosts | None = None,
 ) -> CostPlan:
     """The plan for a study of ``spec`` at this noise and pace (see the module).
+
+    ``costs``: a launch's cost per fidelity, for a study with screening (both kinds of
+    launch, and its hours against the same study without screening).
 
     ``baseline_measured`` is how many baseline launches the noise was measured from.
 
@@ -215,19 +277,34 @@ def cost_plan(
     values = sum(len(levels(p)) - 1 for p in spec.params.values())
     per_launch = max(1, spec.search.max_changes)
     to_try_all = -(-values // per_launch) if values else 0
-    quickest = baseline + stop.patience
+    patience = spec.search_patience
     to_gain = max(1, -(-to_try_all // 2))
     final_size = 2 * final_k
-    typical = baseline + to_gain + stop.confirmations + stop.patience + candidate + final_size
+    full_baselines = spec.screening.baseline_launches if spec.screening is not None else 0
+    quickest = baseline + full_baselines + patience
+    search = to_gain + stop.confirmations + patience + candidate
+    typical = baseline + full_baselines + search + final_size
     typical_futile = None
     if futility_min_trials is not None:
-        after = min(stop.patience, futility_min_trials)
-        typical_futile = baseline + to_gain + stop.confirmations + after + candidate + final_size
+        after = min(patience, futility_min_trials)
+        typical_futile = typical - patience + after
+    full_part = f"{full_baselines} full baseline + " if full_baselines else ""
     parts = (
-        f"{baseline} baseline + ~{to_gain} search to it + {stop.confirmations} to confirm it "
-        f"+ {stop.patience} search after it + {candidate} for the simpler form "
+        f"{baseline} baseline + {full_part}~{to_gain} search to it + {stop.confirmations} to "
+        f"confirm it + {patience} search after it + {candidate} for the simpler form "
         f"+ {final_size} for the final comparison"
     )
+    screening = None
+    if spec.screening is not None:
+        plain = baseline + to_gain + stop.confirmations + stop.patience + candidate + final_size
+        screening = ScreeningPlan(
+            full=costs.full if costs is not None else times,
+            screen=costs.screen if costs is not None else LaunchTimes(0, None, None),
+            keep_defaults=(baseline + patience, full_baselines),
+            one_gain=(baseline + search, full_baselines + final_size),
+            without=(baseline + stop.patience, plain),
+            max_launches=spec.screening.max_launches,
+        )
     found = levers(spec, first_noise, times, now, mde, values, to_try_all)
     return CostPlan(
         noise=noise,
@@ -243,7 +320,7 @@ def cost_plan(
         final_launches=final_k,
         final=final_mde(PLAN_POWER),
         final_high_power=final_mde(HIGH_POWER),
-        patience=stop.patience,
+        patience=patience,
         values=values,
         trials_to_try_all=to_try_all,
         quickest=quickest,
@@ -253,6 +330,7 @@ def cost_plan(
         budget=budget,
         times=times,
         levers=tuple(found),
+        screening=screening,
     )
 
 
@@ -262,8 +340,10 @@ def study_plan(
     *,
     budget: int | None = None,
     futility_min_trials: int | None = None,
+    costs: LaunchCosts | None = None,
 ) -> CostPlan | None:
-    """The plan once the baseline has its ``stop.baseline_launches`` launches; else None.
+    """The plan once the baseline has its ``stop.baseline_launches`` launches (and, with
+    screening, its ``screening.baseline_launches`` full ones); else None.
 
     ``times`` is what the study's launches cost (``launch_times``); ``facts`` its analysis.
     """
@@ -273,6 +353,10 @@ def study_plan(
         return None
     if len(baseline.launches) < spec.stop.baseline_launches:
         return None
+    if spec.screening is not None and len(facts.full_opening or ()) < (
+        spec.screening.baseline_launches
+    ):
+        return None
     return cost_plan(
         spec,
         facts.noise,
@@ -280,6 +364,7 @@ def study_plan(
         baseline_measured=len(baseline.launches),
         budget=budget,
         futility_min_trials=futility_min_trials,
+        costs=costs,
     )
 
 

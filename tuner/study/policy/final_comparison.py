@@ -53,7 +53,7 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     key = candidate.recommended
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
-    left = snap.budget - snap.committed
+    left = snap.budget - snap.committed_of(False)  # full launches: the budget's unit
     k = min(spec.stop.final_launches, left // 2)
     if k < 1:
         return [], snap

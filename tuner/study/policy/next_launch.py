@@ -34,6 +34,7 @@ the next search launch. Each step sees the launches decided before it, as if que
 from __future__ import annotations
 
 from tuner.space.settings import baseline_params
+from tuner.space.spec import Scalar
 from tuner.study import attrs
 from tuner.study.facts.plan import CostPlan, study_plan
 from tuner.study.policy import final_comparison, futility, stops
@@ -111,14 +112,12 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     if worker is not None:
         return decision(worker)  # the other workers run what this one queued
     stop_spec = snap.spec.stop
-    final_size = 2 * stop_spec.final_launches
-    left = snap.budget - snap.launched
-    if left == 1 + stop_spec.confirmations + final_size and not snap.checks_pending:
+    if snap.search_left() == 1 + stop_spec.confirmations and not snap.checks_pending:
         checks, snap = goal.final_checks(snap)  # the budget's last launches go to the checks
         launches += checks
         snap = snap.with_queued(checks)
-    if snap.budget - snap.committed <= final_size and not snap.checks_pending:
-        last = Stop(attrs.BUDGET, f"used the budget of {snap.budget} launches")
+    if snap.budget_spent() and not snap.checks_pending:
+        last = stops.budget_stop(snap)
         final, snap = goal.final_comparison(snap, last)  # and to the final comparison
         launches += final
         snap = snap.with_queued(final)
@@ -135,12 +134,33 @@ def baselines(snap: Snapshot) -> list[Launch]:
     Each baseline ever queued has a slot number (0, 1, ... in the order queued, failed
     ones included), claimed, so workers starting together queue it once in all.
     """
-    wanted = snap.spec.stop.baseline_launches
-    queued = [t for t in snap.trials if t.role == attrs.BASELINE]
-    have = sum(1 for t in queued if t.state in ("COMPLETE", "RUNNING", "WAITING"))
     params = baseline_params(snap.spec)
+    screening = snap.spec.screening
+    if screening is None:
+        return _baseline_slots(snap, params, snap.spec.stop.baseline_launches)
+    # With screening, the defaults at both fidelities: the screening ones first (the
+    # search's reference, minutes each), then the full ones (the bias, the drift's start).
     return [
-        Launch(params, attrs.BASELINE, claim=(attrs.BASELINE, str(slot)))
+        *_baseline_slots(snap, params, snap.spec.stop.baseline_launches, attrs.SCREEN),
+        *_baseline_slots(snap, params, screening.baseline_launches, attrs.FULL),
+    ]
+
+
+def _baseline_slots(
+    snap: Snapshot, params: dict[str, Scalar], wanted: int, fidelity: str | None = None
+) -> list[Launch]:
+    """The baselines still to queue (of one fidelity, with screening), one claimed slot each:
+    ``0, 1, ...`` (screening ones and those of a study without screening), ``full0, ...``."""
+    queued = [
+        t
+        for t in snap.trials
+        if t.role == attrs.BASELINE and (fidelity is None or (t.fidelity or attrs.FULL) == fidelity)
+    ]
+    have = sum(1 for t in queued if t.state in ("COMPLETE", "RUNNING", "WAITING"))
+    prefix = "full" if fidelity == attrs.FULL else ""
+    extra = {attrs.FIDELITY: fidelity} if fidelity is not None else {}
+    return [
+        Launch(params, attrs.BASELINE, extra_attrs=extra, claim=(attrs.BASELINE, f"{prefix}{slot}"))
         for slot in range(len(queued), len(queued) + wanted - have)
     ]
 
@@ -154,6 +174,7 @@ def cost_plan(snap: Snapshot) -> CostPlan | None:
         snap.launch_times,
         budget=snap.budget,
         futility_min_trials=futility.MIN_TRIALS if snap.spec.stop.futility > 0 else None,
+        costs=snap.costs,
     )
 
 

@@ -122,11 +122,12 @@ class SingleGoal:
         who = f"trial {incumbent.trials[0]}" if incumbent else "the best"
         n = snap.search_trials_since_gain()
         stop = snap.spec.stop
+        patience = snap.spec.search_patience
         return (
             f"no configuration beat {who} by more than the noise in {n} trials, and the model "
             f"of the settings' effects gives no untried change to it more than a "
             f"{chance * 100:.1f}% chance of beating it by {stop.min_gain * 100:g}% (futility "
-            f"stop below {stop.futility * 100:g}%; patience {stop.patience} not used up)"
+            f"stop below {stop.futility * 100:g}%; patience {patience} not used up)"
         )
 
     # --- proposals, in order --------------------------------------------------------------
@@ -191,7 +192,7 @@ class SingleGoal:
                 rng=rng,
                 min_gain=spec.stop.min_gain,
                 max_changes=spec.search.max_changes,
-                trials_left=spec.stop.patience - snap.search_trials_since_gain(),
+                trials_left=spec.search_patience - snap.search_trials_since_gain(),
                 frozen=snap.frozen,
             ),
             steering.fit_steering(snap.limit_data, spec, snap.rng(stream=2)),

@@ -18,7 +18,7 @@ import numpy as np
 from tuner.space.spec import SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.facts.launch_times import LaunchTimes
+from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.limit_data import LimitData
 from tuner.study.policy import probe_narrowing, screening
 from tuner.study.policy.decisions import Launch
@@ -49,6 +49,10 @@ class Snapshot:
     """The local search's last answer in this worker: nothing left to propose."""
     launch_times: LaunchTimes = field(default_factory=lambda: LaunchTimes(0, None, None))
     limit_data: tuple[LimitData, ...] = ()
+    hours: float | None = None
+    """The study's budget in hours (--hours): None, no limit on time."""
+    costs: LaunchCosts = field(default_factory=LaunchCosts)
+    """What the study's launches took: seconds spent, and a launch's cost per fidelity."""
 
     # --- as the decision goes on ---------------------------------------------------------
 
@@ -87,6 +91,40 @@ class Snapshot:
     def committed(self) -> int:
         """Launches run, running or queued: what the budget has already given away."""
         return self.launched + sum(1 for t in self.trials if t.waiting or t.running)
+
+    @property
+    def full_launched(self) -> int:
+        """Full launches run to the end: what --trials counts (every launch without screening)."""
+        return launched(t for t in self.trials if not t.screening)
+
+    @property
+    def screen_launched(self) -> int:
+        return launched(t for t in self.trials if t.screening)
+
+    def committed_of(self, screening: bool) -> int:
+        """Launches of one fidelity run, running or queued."""
+        return sum(
+            1
+            for t in self.trials
+            if t.screening == screening and (t.launched or t.waiting or t.running)
+        )
+
+    def search_left(self) -> int:
+        """Launches the search has left before the budget's final comparison: of screening
+        (screening.max_launches) with a screening section, else of the budget less the
+        final comparison's launches."""
+        screening = self.spec.screening
+        if screening is not None:
+            return screening.max_launches - self.screen_launched
+        return self.budget - self.launched - 2 * self.spec.stop.final_launches
+
+    def budget_spent(self) -> bool:
+        """What is left of the budget is the final comparison's (full launches), or no
+        screening launch is left to give."""
+        if self.budget - self.committed_of(False) <= 2 * self.spec.stop.final_launches:
+            return True
+        screening = self.spec.screening
+        return screening is not None and self.committed_of(True) >= screening.max_launches
 
     def launched_by(self, worker: str | None) -> int:
         return launched(t for t in self.trials if t.worker == worker)

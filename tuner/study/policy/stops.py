@@ -32,9 +32,44 @@ def peer_stop(state: StudyState, seen: str | None) -> Stop | None:
 
 
 def budget(snap: Snapshot, goal: Goal) -> Stop | None:
-    if snap.launched >= snap.budget:
-        return Stop(attrs.BUDGET, f"used the budget of {snap.budget} launches")
+    """--trials full launches (every launch is full without screening), or the screening
+    launches ``screening.max_launches``."""
+    screening = snap.spec.screening
+    if snap.full_launched >= snap.budget:
+        return budget_stop(snap)
+    if screening is not None and snap.screen_launched >= screening.max_launches:
+        return Stop(
+            attrs.BUDGET,
+            f"used the screening budget of {screening.max_launches} launches "
+            "(screening.max_launches)",
+        )
     return None
+
+
+def budget_stop(snap: Snapshot) -> Stop:
+    full = " full" if snap.spec.screening is not None else ""
+    return Stop(attrs.BUDGET, f"used the budget of {snap.budget}{full} launches")
+
+
+def hours(snap: Snapshot, goal: Goal) -> Stop | None:
+    """--hours: the next launch, with the final comparison's full launches after it, would
+    pass the study's hours at the measured cost of a launch of each fidelity."""
+    limit = snap.hours
+    if limit is None:
+        return None
+    costs = snap.costs
+    full = costs.full.per_launch_s or 0.0
+    screening = snap.spec.screening is not None
+    next_s = (costs.screen.per_launch_s if screening else costs.full.per_launch_s) or 0.0
+    reserve = 2 * snap.spec.stop.final_launches * full
+    if costs.spent_s + next_s + reserve <= limit * 3600:
+        return None
+    return Stop(
+        attrs.BUDGET,
+        f"the next launch would pass the budget of {limit:g} hours (--hours): "
+        f"{costs.spent_s / 3600:.2f} h spent, {reserve / 3600:.2f} h kept for the final "
+        "comparison's full launches",
+    )
 
 
 def all_failed(snap: Snapshot, goal: Goal) -> Stop | None:
@@ -77,9 +112,10 @@ def exhausted(snap: Snapshot, goal: Goal) -> Stop | None:
 
 
 def plateau(snap: Snapshot, goal: Goal) -> Stop | None:
-    """``stop.patience`` search trials without a significant gain (while no check is
+    """``stop.patience`` search trials without a significant gain (``screening.patience``
+    with screening: ``SpaceSpec.search_patience``) (while no check is
     pending: a confirmation may still reset the patience)."""
-    if snap.checks_pending or snap.search_trials_since_gain() < snap.spec.stop.patience:
+    if snap.checks_pending or snap.search_trials_since_gain() < snap.spec.search_patience:
         return None
     return Stop(attrs.PLATEAU, goal.plateau_detail(snap))
 
@@ -124,6 +160,7 @@ def worker_budget(snap: Snapshot) -> Stop | None:
 
 STUDY_RULES: tuple[Rule, ...] = (
     budget,
+    hours,
     all_failed,
     probe_froze_all,
     exhausted,

@@ -48,11 +48,13 @@ class SweepController:
         claims: queue.Claims | None = None,
         worker_trials: int | None = None,
         recover: Callable[[], object] | None = None,
+        hours: float | None = None,
     ) -> None:
         self.space = space
         self.spec = space.spec
         self.store = store
         self.n_trials = n_trials
+        self.hours = hours  # --hours: the study's budget in hours of launches
         self.observer = observer
         self.seed = seed
         self.probe = probe  # the all-reduce probe (docs/probe.md), when the space has one
@@ -122,6 +124,7 @@ class SweepController:
             worker=self.worker,
             worker_budget=self.worker_trials,
             finished=finished,
+            hours=self.hours,
         )
 
     def _apply(self, study: optuna.Study, state: StudyState, decision: Decision) -> None:

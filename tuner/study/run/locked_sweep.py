@@ -30,6 +30,7 @@ def run_locked_sweep(
     worker_trials: int | None = None,
     split_by_host: bool = False,
     display: AbstractContextManager[object] | None = None,
+    hours: float | None = None,
 ) -> SweepOutcome:
     """``run_sweep`` with the server's GPUs locked for the whole run; ``gpu`` is closed.
 
@@ -50,6 +51,7 @@ def run_locked_sweep(
                 runner_options=runner_options,
                 worker_trials=worker_trials,
                 split_by_host=split_by_host,
+                hours=hours,
             )
     finally:
         gpu.close()

@@ -19,7 +19,7 @@ import optuna
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
-from tuner.study.facts.launch_times import LaunchTimes, launch_times
+from tuner.study.facts.launch_times import LaunchTimes, launch_costs, launch_times
 from tuner.study.facts.limit_data import LimitData, limit_data
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState, TrialView
@@ -81,6 +81,7 @@ def snapshot(
     worker: str | None,
     worker_budget: int | None,
     finished: int | None,
+    hours: float | None = None,
 ) -> Snapshot:
     """The study as the policy sees it now."""
     facts = reader.facts()
@@ -102,4 +103,6 @@ def snapshot(
         local_done=memory.local_done,
         launch_times=times,
         limit_data=reader.limit_data(),
+        hours=hours,
+        costs=launch_costs(reader.rows),
     )

@@ -123,15 +123,18 @@ def run_sweep(
     split_by_host: bool = False,
     fingerprint: Fingerprint | None = None,
     heartbeat: Heartbeat | None = None,
+    hours: float | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
     ``runner`` replaces the real launcher + benchmark (tests, statistical benchmarks);
     by default a TrialRunner launches the space's server for each trial. ``probe_runner``
     replaces the space's probe command (tests). ``n_trials`` is the study's budget (all
-    workers together), ``worker_trials`` this worker's own. ``split_by_host`` runs on the
-    study ``NAME@FINGERPRINT`` of this host's hardware (``fingerprint``: this host's by
-    default) instead of refusing a study that runs on other hardware.
+    workers together: full launches, with a ``screening:`` section), ``worker_trials`` this
+    worker's own, ``hours`` the study's hours of launches (None: no limit).
+    ``split_by_host`` runs on the study ``NAME@FINGERPRINT`` of this host's hardware
+    (``fingerprint``: this host's by default) instead of refusing a study that runs on
+    other hardware.
     """
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
@@ -161,6 +164,7 @@ def run_sweep(
             preflight=preflight,
             probe_runner=probe_runner,
             worker_trials=worker_trials,
+            hours=hours,
         )
 
 
@@ -179,6 +183,7 @@ def _run_joined(
     preflight: bool,
     probe_runner: ProbeRunner | None,
     worker_trials: int | None,
+    hours: float | None = None,
 ) -> SweepOutcome:
     # The model's config.json, when it is on this machine: configurations it rules out
     # are recorded as not launched instead of failing after a load.
@@ -229,6 +234,7 @@ def _run_joined(
         claims=claims,
         worker_trials=worker_trials,
         recover=recover,
+        hours=hours,
     )
     # The baseline, then what a resumed study left (confirmations, the next proposal).
     controller.open(study)
@@ -244,7 +250,7 @@ def _run_joined(
             probe=probe,
         )
 
-    if launched(study) < n_trials:
+    if full_launched(study) < n_trials:
         try:
             study.optimize(
                 objective,
@@ -282,8 +288,13 @@ def _run_joined(
 
 
 def launched(study: optuna.Study) -> int:
-    """Launches run to the end in all workers (what --trials counts)."""
+    """Launches run to the end in all workers, of both fidelities."""
     return state.launched(trial_views(study))
+
+
+def full_launched(study: optuna.Study) -> int:
+    """Full launches run to the end in all workers (what --trials counts)."""
+    return state.launched(t for t in trial_views(study) if not t.screening)
 
 
 def _open_objectives(

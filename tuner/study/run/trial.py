@@ -99,7 +99,11 @@ def run_trial(
     trial.set_user_attr(attrs.LAUNCHED, True)
     level = screening.fidelity(spec, role, settings.params, trial.user_attrs.get(attrs.FIDELITY))
     trial.set_user_attr(attrs.FIDELITY, level)
-    prune_check = controller.prune_check() if role == attrs.SEARCH else None
+    # With screening, a full search launch (a setting screening cannot judge) is not pruned
+    # against screening rounds: the bias between the fidelities is not a loss.
+    screened_study = spec.screening is not None
+    searching = role == attrs.SEARCH and (level == attrs.SCREEN or not screened_study)
+    prune_check = controller.prune_check() if searching else None
     try:
         outcome = runner.run(
             trial_id=launch_trial_id,
@@ -135,8 +139,13 @@ def run_trial(
     verdict = verdicts.measured_verdict(controller.facts(), settings.config_hash)
     if verdict is not None:
         trial.set_user_attr(attrs.VERDICT, verdict)
+    mean = outcome.mean
+    if screened_study and level == attrs.FULL:
+        # optuna's sampler learns on the screening scale (tuner/study/facts/fidelity.py).
+        facts = controller.facts()
+        mean *= facts.fidelity.scale if facts.fidelity is not None else 1.0
     return goal.optuna_value(
-        outcome.mean,
+        mean,
         lambda: launch_means(controller.store, outcome.launch_id, study_objectives(spec)),
     )
 
