@@ -48,7 +48,7 @@ def check_screening(space: Space, found: Findings) -> None:
             "the screening: section out",
         )
     elif screened:
-        rest = f"; the {len(blocked)} other(s) below at full fidelity only" if blocked else ""
+        rest = "; the rest (below) at full fidelity only" if blocked else ""
         found.add(
             "ok",
             "screening",
@@ -70,7 +70,7 @@ def _adds(screening: ScreeningSpec) -> str:
     """``--load-format dummy`` (and ``NAME=value`` for each env variable)."""
     parts = [" ".join(screening.args)] if screening.args else []
     parts += [f"{name}={value}" for name, value in screening.env.items()]
-    return " and ".join(parts)
+    return ", ".join(parts)
 
 
 def _overlaps(space: Space, screening: ScreeningSpec, found: Findings) -> None:

@@ -47,7 +47,7 @@ def test_the_screened_params_and_each_other_with_its_reason(tmp_path: Path) -> N
     lines = report.lines()
     assert (
         "ok    screening: screening launches add --load-format dummy; 2 of 4 param(s) "
-        "screened: NCCL_PROTO, seqs; the 2 other(s) below at full fidelity only"
+        "screened: NCCL_PROTO, seqs; the rest (below) at full fidelity only"
     ) in lines
     assert (
         "ok    params.drafts: not screened (--num-speculative-tokens acts through the "
@@ -112,10 +112,13 @@ def test_screening_env_names_are_checked_as_nccls(tmp_path: Path) -> None:
     assert "screening.env.NCCL_ALOG" in messages(report, "error")
     assert "did you mean NCCL_ALGO?" in messages(report, "error")
     fine = run_check(
-        tmp_path, FakeHelp(LOAD_HELP), params=PARAMS, screening={"env": {"VLLM_SKIP_WARMUP": "1"}}
+        tmp_path,
+        FakeHelp(LOAD_HELP),
+        params=PARAMS,
+        screening={**DUMMY, "env": {"VLLM_SKIP_WARMUP": "1"}},
     )
     assert fine.ok, fine.summary()
-    assert "screening launches add VLLM_SKIP_WARMUP=1" in messages(fine, "ok")
+    assert "screening launches add --load-format dummy, VLLM_SKIP_WARMUP=1;" in messages(fine, "ok")
 
 
 def test_a_flag_a_param_sets_too_is_refused_naming_both(tmp_path: Path) -> None:
