@@ -10,6 +10,9 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
   the help lists choices for is one of them: ``help``, ``flags``;
 - NCCL variables are spelled as NCCL spells them (NCCL ignores an unknown name
   silently, so a typo is a knob that does nothing) and valued as NCCL accepts them: ``nccl``;
+- what the ``screening:`` section adds: its flags checked with the params' (``flags``),
+  its variables with NCCL's (``nccl``), none set by a param too; which params screening
+  launches judge and, for the others, why not (none without the section): ``screening``;
 - a fixed port is free, pinned CPUs exist, and the database is writable: ``host``;
 - a model given as a local path exists, and with its config.json at hand the baseline is
   not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``;
@@ -39,6 +42,7 @@ from tuner.check.model import check_model
 from tuner.check.nccl import check_nccl, check_nccl_variable
 from tuner.check.probe import check_probe
 from tuner.check.report import CheckItem, CheckReport, Findings, Level
+from tuner.check.screening import check_screening
 from tuner.secrets import scrub, secret_values
 from tuner.space.model_limits import baseline_argv
 from tuner.space.spec import Space
@@ -84,12 +88,17 @@ def check_space(
         )
         check_flags_against_help(space, argv, help_text, found)
     check_nccl(space, found)
+    check_screening(space, found)
     check_port(space, found)
     check_cpus(space, found)
     check_storage(storage, found)
     check_model(space, argv, found)
     check_probe(space, found)
-    # A message may quote a flag of the command (`--hf-token=...`): never its secret value.
+    # A message may quote a flag of the command or of screening.args (`--hf-token=...`):
+    # never its secret value.
+    extra = space.spec.screening
+    if extra is not None:
+        argv, env = [*argv, *extra.args], {**env, **extra.env}
     hide = secret_values(argv, env)
     items = (CheckItem(i.level, i.key, scrub(i.message, hide)) for i in found.items)
     return CheckReport(space=str(space.path), items=tuple(items))

@@ -3,8 +3,10 @@
 The server's flags come from its ``--help`` (:mod:`tuner.check.help`). A flag not there is
 an error with the closest match; a unique prefix of a longer flag is a warning (argparse
 takes it, until an upgrade adds a second match); a value outside the choices the help lists
-is an error. vLLM's own spellings are honoured: ``--a_b`` for ``--a-b``, ``--json-arg.key=v``
-for ``--json-arg``, ``-O3`` for ``--optimization-level 3``.
+is an error. The args a screening launch adds (``screening.args``) are checked the same
+way, their errors with the fix for the section. vLLM's own spellings are honoured:
+``--a_b`` for ``--a-b``, ``--json-arg.key=v`` for ``--json-arg``, ``-O3`` for
+``--optimization-level 3``.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ def check_flags_against_help(
                 near = difflib.get_close_matches(name, sorted(options), n=1)
                 hint = f"; did you mean {near[0]}?" if near else ""
                 found.add(
-                    "error", key, f"the server does not accept {flag!r} (not in its --help){hint}"
+                    "error",
+                    key,
+                    f"the server does not accept {flag!r} (not in its --help){hint}{_fix(key)}",
                 )
                 continue
             allowed = choices.get(_canonical(flag, help_text.vllm_style))
@@ -59,12 +63,24 @@ def check_flags_against_help(
                 found.add(
                     "error",
                     key,
-                    f"{flag} {value!r} is not one of the server's choices: "
-                    f"{', '.join(sorted(allowed))}",
+                    f"{flag.split('=', 1)[0]} {value!r} is not one of the server's choices: "
+                    f"{', '.join(sorted(allowed))}{_fix(key)}",
                 )
     if not bad:
         source = "cached --help" if help_text.cached else "--help"
         found.add("ok", "params", f"every flag the space can produce is in the server's {source}")
+
+
+def _fix(key: str) -> str:
+    """What to do about a bad flag beyond its own line: for ``screening.args``, every
+    screening launch would fail at start, so the section must change."""
+    if key != "screening.args":
+        return ""
+    return (
+        "; every screening launch adds it and would fail at start: correct or remove it in "
+        "screening.args (vLLM: [--load-format, dummy]), or leave the screening: section "
+        "out (every launch is then a full one)"
+    )
 
 
 def accepts(flag: str, options: set[str], vllm_style: bool) -> bool:

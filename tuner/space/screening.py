@@ -15,16 +15,26 @@ docs/space-file.md ("screening") and docs/statistics.md ("Screening launches").
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
 from tuner.space.spec_base import StrictModel, argv_as_text, as_text
 from tuner.vocabulary import DEFAULT
 
-if TYPE_CHECKING:
-    from tuner.space.spec import ParamSpec
+
+class ParamLike(Protocol):
+    """What screening reads of a param (tuner/space/spec.py's ParamSpec, which imports this
+    module: a protocol here keeps the two out of an import cycle)."""
+
+    @property
+    def env(self) -> str | None: ...
+    @property
+    def args(self) -> Sequence[str] | None: ...
+    @property
+    def screen(self) -> bool | None: ...
+
 
 WEIGHT_FLAGS: tuple[str, ...] = (
     "--speculative-config",
@@ -80,11 +90,16 @@ class ScreeningSpec(StrictModel):
 
 
 def flag_name(arg: str) -> str:
-    """``--speculative-config={"n": 2}`` -> ``--speculative-config``."""
-    return arg.split("=", 1)[0]
+    """The flag as vLLM reads it: ``--speculative-config={"n": 2}``,
+    ``--speculative_config`` and ``--speculative-config.num_speculative_tokens=2`` are all
+    ``--speculative-config`` (vLLM takes ``_`` for ``-`` and a dotted key of a JSON flag)."""
+    name = arg.split("=", 1)[0]
+    if name.startswith("--"):
+        name = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+    return name
 
 
-def weight_reason(param: ParamSpec) -> str | None:
+def weight_reason(param: ParamLike) -> str | None:
     """Why random weights cannot judge this param (its flag acts through the weights)."""
     for arg in param.args or ():
         if flag_name(arg) in WEIGHT_FLAGS:
@@ -94,20 +109,20 @@ def weight_reason(param: ParamSpec) -> str | None:
     return None
 
 
-def unscreenable_reason(param: ParamSpec) -> str | None:
+def unscreenable_reason(param: ParamLike) -> str | None:
     """Why a param is launched at full fidelity only; None: screening can judge it."""
     if param.screen is False:
         return "screen: false"
     return weight_reason(param)
 
 
-def unscreenable(params: Mapping[str, ParamSpec]) -> dict[str, str]:
+def unscreenable(params: Mapping[str, ParamLike]) -> dict[str, str]:
     """The params screening cannot judge, each with the reason."""
     found = {name: unscreenable_reason(p) for name, p in params.items()}
     return {name: why for name, why in found.items() if why is not None}
 
 
-def screenable(params: Mapping[str, ParamSpec], values: Mapping[str, Any]) -> bool:
+def screenable(params: Mapping[str, ParamLike], values: Mapping[str, Any]) -> bool:
     """A configuration screening can judge: it leaves every unscreenable param at default."""
     blocked = unscreenable(params)
     return not any(name in blocked and value != DEFAULT for name, value in values.items())
