@@ -131,6 +131,7 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "objectives",
         "constraints",
         "final",
+        "screening",
         "deploy",
     ]
     assert answer["objectives"] == [

@@ -37,6 +37,7 @@ def test_each_trial_is_a_row_with_its_launch_facts_or_its_failure(tmp_path: Path
         "seconds_to_healthy",
         "reason",
         "host",
+        "fidelity",
     ]
 
 

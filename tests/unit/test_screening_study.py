@@ -1,0 +1,205 @@
+"""Screening launches in a study (issue 24): they search, full launches decide.
+
+A FakeRunner draws each launch at its fidelity: ``screen_speed`` for a screening launch
+(random weights), ``speed`` for a full one. No process is started.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fakes import FakeRunner
+from tests.unit.test_sweep_decisions import SPACE
+from tuner.errors import ConfigError
+from tuner.space.spec import load_space, parse_space
+from tuner.storage import Store
+from tuner.study import attrs
+from tuner.study.facts.fidelity import rank_agreement
+from tuner.study.policy.screening import fidelity
+from tuner.study.run.sweep import run_sweep
+from tuner.views.best import best_report
+
+SPEC_DRAFTS = {
+    "args": ["--speculative-config", '{{"method": "ngram", "num_speculative_tokens": {value}}}'],
+    "choices": ["default", 3],
+}
+SCREENED = {
+    **SPACE,
+    "params": {**SPACE["params"], "drafts": SPEC_DRAFTS},
+    "stop": {**SPACE["stop"], "patience": 4},
+    "screening": {"args": ["--load-format", "dummy"], "max_launches": 30},
+}
+
+
+def _sweep(
+    tmp_path: Path,
+    speed: Any,
+    screen_speed: Any = None,
+    *,
+    space: dict[str, Any] | None = None,
+    trials: int = 12,
+    **kw: Any,
+) -> tuple[Any, FakeRunner, str]:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(space or SCREENED))
+    storage = f"sqlite:///{tmp_path}/s.db"
+    runner = FakeRunner(
+        Store(storage),
+        "d",
+        speed=speed,
+        screen_speed=screen_speed,
+        seed=1,
+        seconds=(1800.0, 200.0),
+        screen_seconds=(60.0, 200.0),
+    )
+    kw.setdefault("seed", 0)
+    result = run_sweep(load_space(path), storage=storage, n_trials=trials, runner=runner, **kw)
+    return result, runner, storage
+
+
+def _launches(runner: FakeRunner) -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (role, fid, changed)
+        for (role, changed), fid in zip(runner.launched, runner.fidelities, strict=True)
+    ]
+
+
+def test_the_rule_full_without_screening_for_final_launches_and_unscreenable_settings() -> None:
+    plain = parse_space(SPACE, Path("p.yaml")).spec
+    screened = parse_space(SCREENED, Path("s.yaml")).spec
+    defaults = {name: "default" for name in screened.params}
+    assert fidelity(plain, attrs.SEARCH, defaults) == attrs.FULL
+    assert fidelity(screened, attrs.SEARCH, defaults) == attrs.SCREEN
+    assert fidelity(screened, attrs.FINAL, defaults) == attrs.FULL
+    assert fidelity(screened, attrs.BASELINE, defaults, attrs.FULL) == attrs.FULL
+    assert fidelity(screened, attrs.SEARCH, {**defaults, "drafts": 3}) == attrs.FULL
+    assert fidelity(screened, attrs.CONFIRM, {**defaults, "drafts": 3}) == attrs.FULL
+
+
+def test_a_flat_study_opens_at_both_fidelities_searches_on_screening_and_keeps_the_defaults(
+    tmp_path: Path,
+) -> None:
+    result, runner, storage = _sweep(tmp_path, lambda p: 100.0, lambda p: 101.0)
+    launches = _launches(runner)
+    assert [(r, f) for r, f, _ in launches[:3]] == [
+        ("baseline", "screen"),
+        ("baseline", "screen"),
+        ("baseline", "full"),
+    ]
+    searched = [(f, c) for r, f, c in launches if r == "search"]
+    assert searched and all(f == "screen" or "drafts" in c for f, c in searched)
+    full = [f for _, f, _ in launches if f == "full"]
+    assert len(full) < len(launches) / 2  # full loads are the few
+    report = best_report(storage, "d")
+    assert report.keep_defaults is True
+    doc = report.to_json()["screening"]
+    assert doc["full_launches"] == len(full)
+    bias = doc["bias"]  # full 100 against screening 101: about -1%
+    assert bias is not None and -0.02 < bias["rel_diff"] < 0.0
+    assert report.screening is not None
+    assert any(line.startswith("Screening bias:") for line in report.screening.lines())
+
+
+def test_a_gain_seen_only_on_screening_launches_is_never_the_answer(tmp_path: Path) -> None:
+    # -O3 looks 10% faster on random weights and does nothing on the real model: the final
+    # comparison's full launches refute it.
+    def screen(p: dict[str, Any]) -> float:
+        return 110.0 if str(p.get("compilation")) == "3" else 100.0
+
+    result, runner, storage = _sweep(tmp_path, lambda p: 100.0, screen)
+    finals = [(f, c) for r, f, c in _launches(runner) if r == "final"]
+    assert finals and all(f == "full" for f, _ in finals)
+    assert any(str(c.get("compilation")) == "3" for _, c in finals)
+    report = best_report(storage, "d")
+    assert report.keep_defaults is True
+    assert report.final is not None and report.final.to_json()["passed"] is False
+
+
+def test_a_real_gain_is_confirmed_on_full_launches_and_its_interval_is_theirs(
+    tmp_path: Path,
+) -> None:
+    def speed(p: dict[str, Any]) -> float:
+        return 110.0 if p.get("NCCL_PROTO") == "LL128" else 100.0
+
+    result, runner, storage = _sweep(tmp_path, speed, lambda p: speed(p) * 1.01, trials=12)
+    report = best_report(storage, "d")
+    assert report.keep_defaults is False
+    assert report.recommended is not None
+    assert report.recommended.params["NCCL_PROTO"] == "LL128"
+    gain = report.gain_vs_baseline
+    assert (
+        gain is not None and 0.06 < gain.ci_low and gain.rel_diff == pytest.approx(0.10, abs=0.03)
+    )
+    full = sum(1 for f in runner.fidelities if f == "full")
+    assert full <= 8  # one full baseline and the final comparison's four
+
+
+def test_speculative_decoding_is_judged_on_full_launches_only(tmp_path: Path) -> None:
+    # Drafts are accepted on real weights (+15%) and never on random ones (-10%): screened,
+    # the gain would look like a loss. tuner launches it at full fidelity only.
+    def speed(p: dict[str, Any]) -> float:
+        return 115.0 if str(p.get("drafts")) == "3" else 100.0
+
+    def screen(p: dict[str, Any]) -> float:
+        return 90.0 if str(p.get("drafts")) == "3" else 100.0
+
+    result, runner, storage = _sweep(tmp_path, speed, screen, trials=14)
+    launches = _launches(runner)
+    drafted = [(r, f) for r, f, c in launches if str(c.get("drafts")) == "3"]
+    assert drafted and all(f == "full" for _, f in drafted)
+    report = best_report(storage, "d")
+    assert report.recommended is not None and str(report.recommended.params["drafts"]) == "3"
+    assert report.keep_defaults is False
+
+
+def test_trials_counts_full_loads_and_screening_has_its_own_cap(tmp_path: Path) -> None:
+    space = {**SCREENED, "screening": {**SCREENED["screening"], "max_launches": 6}}
+    space["stop"] = {**space["stop"], "patience": 20}
+    result, runner, _ = _sweep(tmp_path, lambda p: 100.0, space=space, trials=3)
+    assert result.stop_reason == attrs.BUDGET
+    assert "screening budget of 6" in result.stop_detail
+    assert sum(1 for f in runner.fidelities if f == "screen") == 6
+    assert len(runner.fidelities) > 3  # more launches than --trials: only full loads count
+
+
+def test_hours_stop_the_search_before_its_costs_would_pass_them(tmp_path: Path) -> None:
+    space = {**SCREENED, "stop": {**SCREENED["stop"], "patience": 30}}
+    # full: 2000 s a launch, screening 260 s; 2.6 h leave room for 3 screening launches
+    # after the opening's 2 screening + 1 full, with 4 full launches kept for the final.
+    result, runner, _ = _sweep(tmp_path, lambda p: 100.0, space=space, trials=20, hours=3.4)
+    assert result.stop_reason == attrs.BUDGET and "--hours" in result.stop_detail
+    spent = sum(2000.0 if f == "full" else 260.0 for f in runner.fidelities)
+    assert spent <= 3.4 * 3600
+
+
+def test_rank_agreement_counts_the_pairs_screening_orders_as_full_launches() -> None:
+    both = [("a", 100.0, 90.0), ("b", 105.0, 95.0), ("c", 103.0, 99.0)]
+    found = rank_agreement(both)
+    assert (found.configs, found.pairs, found.concordant) == (3, 3, 2)
+    assert "2 of 3 pairs" in found.sentence()
+
+
+def test_screening_is_refused_with_several_objectives_or_limits() -> None:
+    several = {
+        **SCREENED,
+        "objectives": [{"metric": "output_throughput"}, {"metric": "ttft_ms_p99"}],
+    }
+    with pytest.raises(ConfigError, match="screening: is not supported with several"):
+        parse_space(several, Path("s.yaml"))
+    limits = {**SCREENED, "objective": {"subject_to": ["ttft_ms.p99 <= 100"]}}
+    with pytest.raises(ConfigError, match="subject_to"):
+        parse_space(limits, Path("s.yaml"))
+    forced = {**SCREENED, "params": {"drafts": {**SPEC_DRAFTS, "screen": True}}}
+    with pytest.raises(ConfigError, match="acts through the weights"):
+        parse_space(forced, Path("s.yaml"))
+
+
+def test_the_screening_patience_is_twice_the_stop_s_by_default() -> None:
+    spec = parse_space(SCREENED, Path("s.yaml")).spec
+    assert spec.search_patience == 8
+    plain = parse_space(SPACE, Path("p.yaml")).spec
+    assert plain.search_patience == 6
