@@ -189,6 +189,32 @@ def test_port_refuses_connections_until_the_model_has_loaded(start_sim: StartSim
     assert sim.stop()[0] == 0
 
 
+def test_a_dummy_launch_skips_the_weights_and_is_healthy_sooner(start_sim: StartSim) -> None:
+    took: dict[str, float] = {}
+    logs: dict[str, str] = {}
+    for load_format in ("auto", "dummy"):  # one after the other: they share the CPUs
+        t0 = time.monotonic()
+        sim = start_sim("--load-format", load_format, load_seconds=1.5)
+        sim.wait_healthy()
+        took[load_format] = time.monotonic() - t0
+        logs[load_format] = sim.log()
+        cfg = sim.config()
+        assert cfg["load_format"] == load_format
+        assert (cfg["dummy_throughput_factor"] == 1.0) == (load_format == "auto")
+        assert sim.stop()[0] == 0
+    # Kimi's weights are 97% of a full launch: the dummy one skips about 1.45 of its 1.5 s.
+    assert took["dummy"] < took["auto"] - 0.7, took
+    full, dummy = logs["auto"], logs["dummy"]
+    assert "Loading safetensors checkpoint shards: 100% Completed | 64/64 [" in full
+    assert "Loading weights took " in full
+    assert "Skipping validation when loading dummy weights for sim/kimi-k2.5-int4-tp8" in dummy
+    assert "Loading safetensors checkpoint shards" not in dummy
+    assert "Loading weights took" not in dummy
+    for text in ("Model loading took", "torch.compile takes", "Graph capturing finished in"):
+        assert text in full and text in dummy
+    assert "'load_format': 'dummy'" in dummy
+
+
 def test_config_shows_the_env_and_flags_the_server_saw(start_sim: StartSim) -> None:
     env = {
         "NCCL_PROTO": "LL",

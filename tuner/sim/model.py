@@ -3,7 +3,8 @@
 A decode step's noise-free duration is the profile's calibrated step time at that batch size
 (interpolated between calibration points), split into compute and all-reduce parts; the
 all-reduce part is nudged by NCCL settings (clamped so NCCL moves a whole step by at most
--1.5%..+2%), and the whole step by the compilation level and by interaction bonuses. The engine
+-1.5%..+2%), and the whole step by the compilation level, interaction bonuses and speculative
+decoding (which helps on real weights and hurts on dummy ones). The engine
 multiplies this by the per-launch speed factor, per-step noise and ``--time-scale``;
 :func:`expected_output_throughput` gives the noise-free truth tests compare against.
 """
@@ -67,6 +68,12 @@ def features(settings: SimSettings) -> dict[str, str]:
         "custom_all_reduce": "off" if settings.disable_custom_all_reduce else "on",
         "max_num_seqs": num(settings.max_num_seqs),
         "max_num_batched_tokens": num(settings.max_num_batched_tokens),
+        "load_format": settings.load_format,
+        "speculative": (
+            f"{settings.speculative_method}:{settings.num_speculative_tokens}"
+            if settings.num_speculative_tokens
+            else "off"
+        ),
     }
 
 
@@ -197,6 +204,38 @@ def trade_factor(profile: Profile, settings: SimSettings, batch: int) -> float:
     return factor
 
 
+def speculative_tokens_per_step(acceptance: float, drafts: int) -> float:
+    """Tokens one request gains per verify step: the bonus token, plus each draft accepted
+    while every draft before it was (1 + a + a^2 + ... + a^k)."""
+    if drafts <= 0:
+        return 1.0
+    if acceptance >= 1.0:
+        return float(drafts + 1)
+    return (1.0 - acceptance ** (drafts + 1)) / (1.0 - acceptance)
+
+
+def speculative_factor(profile: Profile, settings: SimSettings, batch: int) -> float:
+    """Throughput multiplier of speculative decoding at ``batch`` (1.0 when it is off).
+
+    A step drafts k tokens per request and verifies them in one pass over k + 1 positions.
+    On real weights the model agrees with a share of the drafts, so a step yields more than
+    one token; the verify pass costs little at small batch (decode is bound by reading the
+    weights, which the extra positions share) and more as the batch grows (compute-bound),
+    so the gain shrinks with concurrency, as vLLM's does. On dummy weights the model's
+    tokens are noise, no draft is ever accepted, and the verify pass is pure cost: a
+    screening launch sees the opposite of the truth, so it must never judge this setting.
+    """
+    k = settings.num_speculative_tokens
+    sens = profile.sensitivity.speculative
+    if k <= 0 or sens == 0:
+        return 1.0
+    fig = profile.speculative
+    acceptance = 0.0 if settings.load_format == "dummy" else fig.acceptance
+    ws = _small_weight(max(1, batch))
+    cost = 1.0 + k * (ws * fig.cost_small + (1 - ws) * fig.cost_large)
+    return 1.0 + sens * (speculative_tokens_per_step(acceptance, k) / cost - 1.0)
+
+
 def hold_steps(profile: Profile, settings: SimSettings) -> int:
     """Steps a request joining a non-empty batch waits for its first token (0: none)."""
     return max((t.hold_steps for t in _trades(profile, settings)), default=0)
@@ -235,7 +274,8 @@ def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) 
     batch = max(1, batch)
     compute, comm = step_parts(prof, st, batch)
     compile_f = 1.0 + prof.sensitivity.compilation * (compilation_factor(st, batch) - 1.0)
-    return (compute + comm) * compile_f / (bonus_factor(prof, st) * trade_factor(prof, st, batch))
+    speedup = bonus_factor(prof, st) * trade_factor(prof, st, batch)
+    return (compute + comm) * compile_f / (speedup * speculative_factor(prof, st, batch))
 
 
 def prefill_time(profile: Profile, settings: SimSettings, tokens: int) -> float:

@@ -16,12 +16,18 @@ AR(1) drift and i.i.d. jitter per step. This module turns the two figures into t
   statistical model assumes (docs/statistics.md), and the drift's sd is set so that the mean
   over ``round_steps`` steps, jitter included, has the requested relative sd.
 
+A launch on dummy weights (``--load-format dummy``) adds one more term: its throughput differs
+from the real weights' by ``--dummy-bias`` and a per-launch log-normal part of relative sd
+``--dummy-noise`` (:func:`dummy_throughput_factor`), which a study sees as a bias of its
+screening launches plus extra between-launch noise.
+
 docs/simulator.md ("Noise") gives the figures the real server shows through tuner's benchmark.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 from tuner.sim.profiles import Profile
@@ -79,3 +85,17 @@ def noise_json(profile: Profile) -> dict[str, float]:
         "drift_phi": profile.drift_phi,
         "step_noise_sd": profile.step_noise_sd,
     }
+
+
+def dummy_throughput_factor(seed: int, bias: float, noise: float) -> float:
+    """A dummy-weights launch's throughput over the real weights': (1 + bias) x a log-normal
+    factor whose relative sd is ``noise``, drawn from the launch's seed.
+
+    It draws from its own stream (seeded by the launch seed, not the engine's generator), so
+    with the same ``--seed`` a dummy launch and a full one share their launch factor and step
+    noise, and differ by exactly this factor.
+    """
+    if noise <= 0:
+        return 1.0 + bias
+    rng = random.Random(f"dummy-weights:{seed}")
+    return (1.0 + bias) * math.exp(rng.gauss(0.0, launch_sigma(noise)))

@@ -21,6 +21,7 @@ class Sensitivity:
     nccl: float = 1.0  # NCCL_* and CUDA_DEVICE_MAX_CONNECTIONS
     compilation: float = 1.0  # -O level and --enforce-eager
     custom_all_reduce: float = 1.0  # --disable-custom-all-reduce
+    speculative: float = 1.0  # --speculative-config / --num-speculative-tokens
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,91 @@ class SchedulerTrade:
     speedup: float
     full_batch: int
     hold_steps: int = 0
+
+
+@dataclass(frozen=True)
+class StartupFigures:
+    """Seconds of each phase of a full launch at the default settings, on the seeds' box.
+
+    ``--load-seconds`` is the whole of such a launch (:attr:`full_s`); the simulator scales
+    every phase by ``load_seconds / full_s``, so a phase's share of the startup is the
+    profile's, whatever ``--load-seconds`` is. ``--load-format dummy`` skips ``weights_s``
+    and keeps every other phase.
+    """
+
+    weights_s: float  # reading the checkpoint: "Loading weights took", what dummy skips
+    model_init_s: float  # building the layers, processing the weights (or the random fill)
+    compile_s: float  # torch.compile at -O1..-O3, with a warm compile cache
+    graphs_s: float  # CUDA-graph capture (not at -O0 or --enforce-eager)
+    engine_s: float  # the rest of the engine's init: profile run, KV cache, warmup
+    source: str = ""
+
+    @property
+    def full_s(self) -> float:
+        """A full launch at the default settings: every phase."""
+        return self.weights_s + self.model_init_s + self.compile_s + self.graphs_s + self.engine_s
+
+    @property
+    def dummy_s(self) -> float:
+        """A ``--load-format dummy`` launch at the default settings: all but the weights."""
+        return self.full_s - self.weights_s
+
+
+# The seeds (calibration.yaml) time the weight load of two deployments of the box: Kimi K2.5
+# INT4, 547 GB, ``load_minutes: 36`` (a first load), and MiniMax-M2.5 FP8 at TP=4, 230 GB,
+# ``load_seconds: 75``. They do not time the rest of a startup, so those phases come from
+# vLLM's own published startup timings, scaled to each model:
+# - torch.compile and CUDA-graph capture: vllm-project/vllm#19824 (Llama-70B FP8 at TP=8, 80
+#   layers): about 15 s of Dynamo bytecode transform, which a warm compile cache still pays
+#   (the seeds' runs had one: "compile cache from earlier runs already in use"; the further
+#   ~70 s of Inductor compile is what the cache saves), and about 60 s of graph capture.
+#   Both are work per layer, so they scale by layers / 80.
+# - the rest of the engine's init, 9.6 s, and building the model around its weights,
+#   0.21 s per 3.42 GiB on a GPU: vllm-project/vllm#20264 (a warm start: "init engine ...
+#   took 34.11 seconds" = torch.compile 7.51 s + graph capture 17 s + 9.6 s; "Model loading
+#   took 3.4213 GiB and 0.902026 seconds" = "Loading weights took 0.69 seconds" + 0.21 s).
+REF_LAYERS = 80
+REF_COMPILE_S = 15.0
+REF_GRAPHS_S = 60.0
+REF_ENGINE_S = 34.11 - 7.51 - 17.0
+REF_MODEL_INIT_S_PER_GIB = (0.902026 - 0.69) / 3.4213
+
+
+def startup_figures(
+    *, weights_s: float, layers: int, weights_gib_per_gpu: float, source: str
+) -> StartupFigures:
+    """A profile's startup: its own weight-load time and the reference phases scaled to it."""
+    return StartupFigures(
+        weights_s=weights_s,
+        model_init_s=REF_MODEL_INIT_S_PER_GIB * weights_gib_per_gpu,
+        compile_s=REF_COMPILE_S * layers / REF_LAYERS,
+        graphs_s=REF_GRAPHS_S * layers / REF_LAYERS,
+        engine_s=REF_ENGINE_S,
+        source=source,
+    )
+
+
+@dataclass(frozen=True)
+class SpeculativeFigures:
+    """How speculative decoding (``--speculative-config``) acts on a decode step.
+
+    Each step drafts ``k`` tokens per request and verifies them in one forward pass over
+    ``k + 1`` positions. A draft is accepted with probability ``acceptance`` while every draft
+    before it was, so a step yields ``(1 - a^(k+1)) / (1 - a)`` tokens; on dummy weights the
+    acceptance is 0 (random weights never predict the draft), so a step yields one token.
+    Verifying costs ``k x cost`` of a step, where ``cost`` goes from ``cost_small`` at batch 1
+    (decode reads the weights once whatever the positions: the extra ones are nearly free) to
+    ``cost_large`` at large batch (compute-bound: every position is real work).
+    """
+
+    acceptance: float = 0.25  # real weights, per draft token (an ngram proposer on chat text)
+    cost_small: float = 0.037
+    cost_large: float = 0.10
+    source: str = (
+        "invented, shaped to vLLM's documented behaviour: a gain at low concurrency that "
+        "shrinks as the batch grows; 3 ngram drafts: +19% at one stream, +4% at 256, and "
+        "-10% / -22% on dummy weights"
+    )
 
 
 @dataclass(frozen=True)
@@ -86,6 +172,12 @@ class Profile:
     trades: tuple[SchedulerTrade, ...] = ()
     reasoning_share: float = 0.0  # share of chat tokens streamed as reasoning_content
     load_shards: int = 2
+    startup: StartupFigures = field(  # every profile below gives its own
+        default_factory=lambda: StartupFigures(
+            0.85, 0.0, 0.05, 0.05, 0.05, "no figures: 85% weights, the rest warmup"
+        )
+    )
+    speculative: SpeculativeFigures = field(default_factory=SpeculativeFigures)
     step_noise_sd: float = 0.015  # i.i.d. per engine step
     drift_sd: float = 0.002  # slow AR(1) wander within a launch
     drift_phi: float = 0.998  # the drift's step-to-step correlation (~500-step memory)
@@ -124,13 +216,21 @@ KIMI = Profile(
     weight_block_n=32,
     reasoning_share=0.5,  # calibration: about half reasoning, half content
     load_shards=64,
+    startup=startup_figures(
+        weights_s=36 * 60.0,
+        layers=61,
+        weights_gib_per_gpu=510.0 / 8,
+        source="calibration.yaml kimi-k2.5-int4-tp8 load_minutes 36 (a first load) for the "
+        "weights; the other phases vLLM's published timings scaled to 61 layers and 63.75 GiB "
+        "a GPU",
+    ),
 )
 
 FLAT = replace(
     KIMI,
     name="flat",
     description="Kimi's speed, but no knob the sweep varies has any effect.",
-    sensitivity=Sensitivity(nccl=0.0, compilation=0.0, custom_all_reduce=0.0),
+    sensitivity=Sensitivity(nccl=0.0, compilation=0.0, custom_all_reduce=0.0, speculative=0.0),
     reasoning_share=0.0,
 )
 
@@ -255,6 +355,13 @@ REASONING = Profile(
     activation_gib=2.0,
     reasoning_share=0.5,
     load_shards=2,
+    startup=startup_figures(
+        weights_s=15.3 * GIB / (230e9 / 75),  # at the box's MiniMax rate, 230 GB in 75 s
+        layers=36,
+        weights_gib_per_gpu=15.3,
+        source="invented model: 15.3 GiB at the seeds' MiniMax load rate; the other phases "
+        "vLLM's published timings scaled to 36 layers",
+    ),
 )
 
 MINIMAX = Profile(
@@ -288,6 +395,13 @@ MINIMAX = Profile(
     moe_intermediate_size=1536,
     weight_block_n=128,
     load_shards=126,
+    startup=startup_figures(
+        weights_s=75.0,
+        layers=62,
+        weights_gib_per_gpu=214.0 / 4,
+        source="calibration.yaml minimax-m2.5-fp8-tp4 load_seconds 75 for the weights; the "
+        "other phases vLLM's published timings scaled to 62 layers and 53.5 GiB a GPU",
+    ),
 )
 
 PROFILES: dict[str, Profile] = {

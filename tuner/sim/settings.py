@@ -26,6 +26,13 @@ DEFAULT_NCCL_VERSION = "2.31.0"
 SIM_VERSION = "0.0.0-sim"
 DEFAULT_ROUND_STEPS = 384  # benchmarks/search_efficiency.py's round: 3 requests x 128 tokens
 MAX_NOISE = 0.5  # a relative sd above 50% is a percentage typed as a fraction
+LOAD_FORMATS = ("auto", "dummy")  # vLLM's --load-format values the simulator models
+# A dummy launch's throughput against the real weights: x (1 + bias), and a per-launch
+# log-normal part of this relative sd. No seed measures them; random weights route a MoE's
+# tokens evenly over its experts and sample no stop tokens, so a small gain is plausible.
+DEFAULT_DUMMY_BIAS = 0.005
+DEFAULT_DUMMY_NOISE = 0.005
+DEFAULT_SPECULATIVE_METHOD = "ngram"
 
 
 class ArgError(ValueError):
@@ -123,6 +130,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-model-len", type=int, default=None, help="context length (default: the profile's)"
     )
     vllm.add_argument(
+        "--load-format",
+        choices=LOAD_FORMATS,
+        default="auto",
+        help="auto: read the checkpoint (default); dummy: random weights, no read of the "
+        "model: the launch skips the weight phase and runs with a small bias "
+        "(--dummy-bias, --dummy-noise), and speculative drafts are never accepted",
+    )
+    vllm.add_argument(
+        "--speculative-config",
+        dest="speculative_config",
+        default=None,
+        metavar="JSON",
+        help='speculative decoding, e.g. \'{"method": "ngram", "num_speculative_tokens": 3}\': '
+        "faster decode at low concurrency on real weights, pure cost on dummy ones",
+    )
+    vllm.add_argument(
+        "--num-speculative-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="older vLLM's form: the same as --speculative-config "
+        '\'{"method": "ngram", "num_speculative_tokens": N}\'',
+    )
+    vllm.add_argument(
         "--enable-prefix-caching",
         dest="prefix_caching",
         action="store_true",
@@ -178,6 +209,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="engine steps in one benchmark round, for --round-noise (about requests x "
         f"max_tokens / concurrency; default {DEFAULT_ROUND_STEPS}: 3 x 128 at concurrency 1)",
+    )
+    sim.add_argument(
+        "--dummy-bias",
+        type=float,
+        default=DEFAULT_DUMMY_BIAS,
+        metavar="B",
+        help="with --load-format dummy: throughput x (1 + B) against the real weights, a "
+        f"fraction (default {DEFAULT_DUMMY_BIAS:g}: 0.5%% faster)",
+    )
+    sim.add_argument(
+        "--dummy-noise",
+        type=float,
+        default=DEFAULT_DUMMY_NOISE,
+        metavar="SD",
+        help="with --load-format dummy: relative sd of that factor from launch to launch, "
+        f"drawn from --seed like --launch-noise (default {DEFAULT_DUMMY_NOISE:g})",
     )
     faults = p.add_argument_group(
         "faults across launches",
@@ -287,6 +334,9 @@ class SimSettings:
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
     prefix_caching: bool = True
+    load_format: str = "auto"  # "dummy": random weights
+    speculative_method: str | None = None  # --speculative-config's method; None: off
+    num_speculative_tokens: int = 0  # drafts per step; 0: off
     nccl: NcclEnv = field(default_factory=NcclEnv)
     # simulator-only
     load_seconds: float = 2.0
@@ -294,6 +344,8 @@ class SimSettings:
     launch_noise: float | None = None  # None: the profile's launch_sd
     round_noise: float | None = None  # None: the profile's drift
     round_steps: int = DEFAULT_ROUND_STEPS
+    dummy_bias: float = DEFAULT_DUMMY_BIAS
+    dummy_noise: float = DEFAULT_DUMMY_NOISE
     launch_index_file: str | None = None
     cold_first_launch: float = 0.0  # throughput x (1 - this) at launch 0
     drift: float = 0.0  # throughput x (1 - this x min(k, N) / N) at launch k
@@ -348,6 +400,42 @@ def parse_compilation(raw: str | None) -> int | None:
     if not 0 <= level <= 3:
         raise ArgError(f"-O/--compilation-config: level must be 0..3, got {level}")
     return level
+
+
+def parse_speculative(raw: str | None, num_tokens: int | None) -> tuple[str | None, int]:
+    """(method, drafts per step) from ``--speculative-config`` and ``--num-speculative-tokens``;
+    (None, 0) when neither is given."""
+    method: str | None = None
+    tokens = num_tokens
+    if raw is not None:
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError:
+            raise ArgError(f"--speculative-config: invalid JSON {raw!r}") from None
+        if not isinstance(data, dict):
+            raise ArgError(f"--speculative-config: expected a JSON object, got {raw!r}")
+        value = data.get("method", DEFAULT_SPECULATIVE_METHOD)
+        if not isinstance(value, str) or not value:
+            raise ArgError(f"--speculative-config: method must be a name, got {value!r}")
+        method = value
+        given = data.get("num_speculative_tokens")
+        if given is None:
+            raise ArgError("--speculative-config: num_speculative_tokens is required")
+        if not isinstance(given, int) or isinstance(given, bool):
+            raise ArgError(
+                f"--speculative-config: num_speculative_tokens must be an integer, got {given!r}"
+            )
+        if tokens is not None and tokens != given:
+            raise ArgError(
+                f"--num-speculative-tokens {tokens} disagrees with --speculative-config's "
+                f"num_speculative_tokens {given}"
+            )
+        tokens = given
+    if tokens is None:
+        return None, 0
+    if tokens < 1:
+        raise ArgError(f"num_speculative_tokens must be positive, got {tokens}")
+    return method or DEFAULT_SPECULATIVE_METHOD, tokens
 
 
 def _split_unknown(extras: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
@@ -447,6 +535,13 @@ def parse_settings(
         _check_noise(flag, value)
     if ns.round_steps < 1:
         raise ArgError(f"--round-steps must be positive, got {ns.round_steps}")
+    _check_noise("--dummy-noise", ns.dummy_noise)
+    if not math.isfinite(ns.dummy_bias) or abs(ns.dummy_bias) > MAX_NOISE:
+        raise ArgError(
+            f"--dummy-bias is a fraction in -{MAX_NOISE:g}..{MAX_NOISE:g} (0.005 is 0.5%), "
+            f"got {ns.dummy_bias:g}"
+        )
+    spec_method, spec_tokens = parse_speculative(ns.speculative_config, ns.num_speculative_tokens)
     _check_faults(ns)
     nccl_error: str | None = None
     try:
@@ -472,12 +567,17 @@ def parse_settings(
         gpu_memory_utilization=ns.gpu_memory_utilization,
         max_model_len=ns.max_model_len,
         prefix_caching=ns.prefix_caching,
+        load_format=ns.load_format,
+        speculative_method=spec_method,
+        num_speculative_tokens=spec_tokens,
         nccl=nccl,
         load_seconds=ns.load_seconds,
         seed=ns.seed,
         launch_noise=ns.launch_noise,
         round_noise=ns.round_noise,
         round_steps=ns.round_steps,
+        dummy_bias=ns.dummy_bias,
+        dummy_noise=ns.dummy_noise,
         launch_index_file=ns.launch_index_file,
         cold_first_launch=ns.cold_first_launch,
         drift=ns.drift,

@@ -2,9 +2,12 @@
 
 Startup mirrors vLLM's order: version and args lines, bind the port (not yet listening: a
 connect is refused), validate the config (``start``), bring up NCCL (``init``), stream weights
-with tqdm-shaped progress lines (``load``), size the KV cache and capture graphs (``warmup``),
-then the uvicorn lines and only then listen. A refusal prints NCCL/Python-shaped text to
-stderr at its phase and exits 1. SIGTERM or SIGINT at any point exits 0 within ~0.5 s.
+with tqdm-shaped progress lines, or fill in random ones with ``--load-format dummy``
+(``load``), then torch.compile, size the KV cache and capture graphs (``warmup``), then the
+uvicorn lines and only then listen. Each phase takes its share of ``--load-seconds``
+(:mod:`tuner.sim.phases`) and ends with vLLM's own line saying how long it took. A refusal
+prints NCCL/Python-shaped text to stderr at its phase and exits 1. SIGTERM or SIGINT at any
+point exits 0 within ~0.5 s.
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ from tuner.sim.engine import Engine, launch_speed_factor
 from tuner.sim.faults import LaunchIndexError, next_launch_index, slowdown
 from tuner.sim.log import Log, progress_line
 from tuner.sim.misbehave import ShmMarker, create_shm, flood_log, remove_shm, spawn_orphan
-from tuner.sim.noise import noise_json, with_noise
+from tuner.sim.noise import dummy_throughput_factor, noise_json, with_noise
+from tuner.sim.phases import StartupPlan, startup_plan
 from tuner.sim.profiles import Profile, get_profile
 from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
 
-LOAD_SHARE = 0.85  # of --load-seconds spent streaming shards; the rest is warmup
+DYNAMO_SHARE = 0.55  # of torch.compile with a warm cache: Dynamo, then the cache load
+# (vllm-project/vllm#16848: "Dynamo bytecode transform time: 5.03 s", then "Directly load the
+# compiled graph(s) ... from the cache, took 4.190 s")
+GRAPH_CAPTURE_GIB = 0.52  # "Graph capturing finished in N secs, took 0.52 GiB"
 STATS_INTERVAL_S = 10.0
 ENV_PREFIXES = ("NCCL_", "VLLM_")
 ENV_NAMES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
@@ -111,6 +118,13 @@ class SimServer:
         )
         self.rng = random.Random(self.seed)
         self.speed_factor = launch_speed_factor(self.profile, self.rng)
+        # --load-format dummy: the random weights' bias and its per-launch draw (1.0: real)
+        self.dummy_factor = (
+            dummy_throughput_factor(self.seed, settings.dummy_bias, settings.dummy_noise)
+            if settings.load_format == "dummy"
+            else 1.0
+        )
+        self.plan: StartupPlan = startup_plan(self.profile, settings)
         self.launch_index: int | None = None  # from --launch-index-file, read at startup
         self.fault_slowdown = 1.0  # --cold-first-launch / --drift at this launch index
         self.stop = asyncio.Event()
@@ -146,6 +160,16 @@ class SimServer:
             "model": self.served_names()[0],
             "served_model_names": self.served_names(),
             "launch_speed_factor": self.speed_factor,
+            "load_format": st.load_format,
+            "dummy_throughput_factor": self.dummy_factor,
+            "startup_s": {
+                "weights": self.plan.weights_s,
+                "model_init": self.plan.model_init_s,
+                "compile": self.plan.compile_s,
+                "graphs": self.plan.graphs_s,
+                "engine": self.plan.engine_s,
+                "total": self.plan.total_s,
+            },
             "launch_index": self.launch_index,
             "fault_slowdown": self.fault_slowdown,
             "noise": noise_json(prof),
@@ -219,8 +243,9 @@ class SimServer:
 
     @property
     def engine_speed_factor(self) -> float:
-        """What the engine multiplies every step by: the launch's noise, then its faults."""
-        return self.speed_factor * self.fault_slowdown
+        """What the engine multiplies every step by: the launch's noise, its faults, and on
+        dummy weights their bias (a throughput factor, so steps divide by it)."""
+        return self.speed_factor * self.fault_slowdown / self.dummy_factor
 
     def _count_launch(self, path: str) -> bool:
         """Take this launch's index from ``--launch-index-file`` and set the faults of that
@@ -272,31 +297,89 @@ class SimServer:
         )
         if failure and failure.phase == "init":
             return self._fail(failure)
-        # load: weights stream in
+        # load: weights stream in (or random ones are filled in), then the model is built
+        loaded = await self._load(failure)
+        if loaded is not None:
+            return loaded
+        # warmup: torch.compile, KV cache sizing, first collectives, graph capture
+        warmed = await self._warmup(failure)
+        if warmed is not None:
+            return warmed
+        server = await server_mod
+        return await self._serve(server, sock, port)
+
+    async def _load(self, failure: Failure | None) -> int | None:
+        """The load phase: an exit code when startup ends here, else None."""
+        st, prof, log, plan = self.settings, self.profile, self.log, self.plan
         name = self.served_names()[0]
+        tp = model.effective_tp(prof, st)
+        oom = failure if failure is not None and failure.phase == "load" else None
         log.info("gpu_model_runner.py:2338", f"Starting to load model {name}...")
-        shards = prof.load_shards
-        load_s = st.load_seconds * LOAD_SHARE
-        stop_at = shards + 1
-        if failure and failure.phase == "load":
-            stop_at = max(1, int(shards * failure.load_fraction))
         t0 = time.monotonic()
-        log.line(progress_line(0, shards, 0.0), err=True)
-        for i in range(1, shards + 1):
-            if await self._sleep(t0 + load_s * i / shards - time.monotonic()):
+        if plan.dummy:
+            # vLLM's dummy loader reads no checkpoint: no shard progress, no "Loading weights
+            # took"; without safetensors metadata to check the layers against it says so.
+            log.info(
+                "dummy_loader.py:153",
+                f"Skipping validation when loading dummy weights for {name}. "
+                "Reason: Missing safetensors metadata",
+            )
+            if await self._sleep(plan.model_init_s * (oom.load_fraction if oom else 1.0)):
                 return self._stopped_early()
-            if i == stop_at:
-                return self._fail(failure) if failure else 1
-            log.line(progress_line(i, shards, time.monotonic() - t0), err=True)
-        took = time.monotonic() - t0
-        log.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
+            if oom:
+                return self._fail(oom)  # the same parameters do not fit, random or not
+        else:
+            shards = prof.load_shards
+            stop_at = max(1, int(shards * oom.load_fraction)) if oom else shards + 1
+            log.line(progress_line(0, shards, 0.0), err=True)
+            for i in range(1, shards + 1):
+                if await self._sleep(t0 + plan.weights_s * i / shards - time.monotonic()):
+                    return self._stopped_early()
+                if oom and i == stop_at:
+                    return self._fail(oom)
+                log.line(progress_line(i, shards, time.monotonic() - t0), err=True)
+            log.info(
+                "default_loader.py:267",
+                f"Loading weights took {time.monotonic() - t0:.2f} seconds",
+            )
+            if await self._sleep(t0 + plan.load_s - time.monotonic()):
+                return self._stopped_early()
         log.info(
             "gpu_model_runner.py:2370",
-            f"Model loading took {prof.weights_gib / tp:.4f} GiB and {took:.6f} seconds",
+            f"Model loading took {prof.weights_gib / tp:.4f} GiB and "
+            f"{time.monotonic() - t0:.6f} seconds",
         )
-        # warmup: KV cache sizing, graph capture, first collectives
+        return None
+
+    async def _warmup(self, failure: Failure | None) -> int | None:
+        """torch.compile, the KV cache, the first collectives and graph capture: an exit code
+        when startup ends here, else None."""
+        st, prof, log, plan = self.settings, self.profile, self.log, self.plan
         t1 = time.monotonic()
-        warm_s = st.load_seconds - load_s
+        if plan.compile_s > 0:
+            # the profile run's first forward pass compiles the model (a warm compile cache)
+            dynamo_s = plan.compile_s * DYNAMO_SHARE
+            if await self._sleep(dynamo_s):
+                return self._stopped_early()
+            if plan.compile_logged:
+                log.info(
+                    "backends.py:548",
+                    "Using cache directory: /root/.cache/vllm/torch_compile_cache/"
+                    f"{prof.name.encode().hex()[:10]}/rank_0_0/backbone for vLLM's torch.compile",
+                )
+                log.info("backends.py:559", f"Dynamo bytecode transform time: {dynamo_s:.2f} s")
+            if await self._sleep(t1 + plan.compile_s - time.monotonic()):
+                return self._stopped_early()
+            if plan.compile_logged:
+                log.info(
+                    "backends.py:161",
+                    "Directly load the compiled graph(s) for dynamic shape from the cache, took "
+                    f"{plan.compile_s - dynamo_s:.3f} s",
+                )
+                log.info(
+                    "monitor.py:34",
+                    f"torch.compile takes {time.monotonic() - t1:.2f} s in total",
+                )
         cap = model.kv_capacity_tokens(prof, st)
         max_len = model.effective_max_model_len(prof, st)
         log.info(
@@ -308,24 +391,27 @@ class SimServer:
             "kv_cache_utils.py:1091",
             f"Maximum concurrency for {max_len:,} tokens per request: {cap / max_len:.2f}x",
         )
-        if await self._sleep(warm_s / 2):
+        if await self._sleep(plan.engine_s / 2):
             return self._stopped_early()
         if failure and failure.phase == "warmup":
             return self._fail(failure)
-        if not st.enforce_eager and model.compilation_level(st) > 0:
+        if plan.graphs_s > 0:
+            t2 = time.monotonic()
+            if await self._sleep(plan.graphs_s):
+                return self._stopped_early()
             log.info(
                 "gpu_model_runner.py:3480",
-                f"Graph capturing finished in {max(1, round(warm_s / 2))} secs, took 0.52 GiB",
+                f"Graph capturing finished in {time.monotonic() - t2:.0f} secs, took "
+                f"{GRAPH_CAPTURE_GIB:.2f} GiB",
             )
-        if await self._sleep(t1 + warm_s - time.monotonic()):
+        if await self._sleep(t1 + plan.init_engine_s - time.monotonic()):
             return self._stopped_early()
         log.info(
             "core.py:210",
             "init engine (profile, create kv cache, warmup model) took "
             f"{time.monotonic() - t1:.2f} seconds",
         )
-        server = await server_mod
-        return await self._serve(server, sock, port)
+        return None
 
     def _stopped_early(self) -> int:
         self.log.info("launcher.py:80", "Shutting down before the server started.")
