@@ -1,0 +1,93 @@
+"""Screening launches measured (issue 24): the same studies with and without screening.
+
+Each study is benchmarks/search_fake.py's: a real ``run_sweep`` with tests.fakes.FakeRunner
+drawing each launch from the simulator's noise-free truth. With ``--screening`` the space
+gets ``screening: {args: [--load-format, dummy]}`` and the fake runner draws a screening
+launch at the sim's dummy-weights bias (+0.5%) with its own per-launch noise (0.5% sd,
+``tuner sim --dummy-bias/--dummy-noise``'s defaults) on top of the between-launch noise.
+
+Costs, the seeds' and the simulator's (docs/simulator.md): a full launch of the kimi
+profile is 2230.7 s to healthy (36 minutes of weights, the compile, the graphs, the rest),
+a screening launch 70.7 s (the sim's dummy launch of the same profile); both then spend
+240 s benchmarking and stopping (nccl.yaml's benchmark: 3 rounds of 8 requests of 512
+tokens at concurrency 1 and 8, at the seeds' 81.4 tok/s single stream, and the stop).
+
+Cases (search_fake.CASES): kimi (nccl.yaml's params plus --max-num-seqs and
+--max-num-batched-tokens on the kimi profile: its effects are small, the defaults within
+1% of its optimum), hidden-vllm and interaction-vllm (hidden-gain's and interaction's
+shapes with the gains in vLLM flags: --max-num-seqs 128, --max-num-batched-tokens 16384,
+--disable-custom-all-reduce), each at 1% and 2% noise, without and with screening; flat
+(nothing matters) with screening at 1%, 2% and 4%. No probe: the gains are in vLLM flags.
+
+For each cell: the hit rate (the answer within 2% of the optimum; flat: the defaults kept)
+as k/n with its one-sided 95% Clopper-Pearson lower bound, full loads per study (median,
+max) and hours to a verdict (median), and the seeds that missed.
+
+    python benchmarks/screening.py --studies 30 --jobs 2
+    python benchmarks/screening.py --studies 8 --cases hidden-vllm --noise 0.01
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from search_fake import Options, run_seeds  # noqa: E402
+
+from tuner.stats import clopper_pearson_lower  # noqa: E402
+
+FULL_S = (2230.7, 240.0)  # to healthy, benchmark and stop
+SCREEN_S = (70.7, 240.0)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--studies", type=int, default=30)
+    p.add_argument("--cases", default="kimi,hidden-vllm,interaction-vllm")
+    p.add_argument("--noise", default="0.01,0.02", help="between- and within-launch rel sd")
+    p.add_argument("--flat-noise", default="0.01,0.02,0.04", help="flat's cells (screening)")
+    p.add_argument("--jobs", type=int, default=2)
+    args = p.parse_args()
+    cells: list[tuple[str, float, bool]] = []
+    for case in filter(None, args.cases.split(",")):
+        for noise in map(float, args.noise.split(",")):
+            cells += [(case, noise, False), (case, noise, True)]
+    for noise in map(float, filter(None, args.flat_noise.split(","))):
+        cells.append(("flat", noise, True))
+    print(
+        f"screening: {args.studies} studies per cell; full launch {sum(FULL_S):.0f} s, "
+        f"screening launch {sum(SCREEN_S):.0f} s; patience 8 (screening: 16)"
+    )
+    print(
+        f"{'case':<17} {'noise':>5} {'screening':>9}  {'hit':>7} {'lower':>6}  "
+        f"{'full med/max':>12} {'launches':>8} {'hours':>6}  missed"
+    )
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for case, noise, screening in cells:
+            t0 = time.monotonic()
+            options = Options(noise=noise, screening=screening, full_s=FULL_S, screen_s=SCREEN_S)
+            rows = run_seeds(case, range(args.studies), options, pool=pool)
+            ok = [r["keep_defaults"] if case == "flat" else r["within"] for r in rows]
+            n, k = len(rows), sum(ok)
+            full = [r["full"] for r in rows]
+            print(
+                f"{case:<17} {noise:>5.2f} {'yes' if screening else 'no':>9}  "
+                f"{f'{k}/{n}':>7} {clopper_pearson_lower(k, n):>6.3f}  "
+                f"{f'{statistics.median(full):g}/{max(full)}':>12} "
+                f"{statistics.median(r['launched'] for r in rows):>8g} "
+                f"{statistics.median(r['hours'] for r in rows):>6.1f}  "
+                f"{[r['seed'] for r, good in zip(rows, ok, strict=True) if not good]} "
+                f"({time.monotonic() - t0:.0f} s)",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
