@@ -166,6 +166,15 @@ def test_a_log_that_says_nothing_gives_nothing() -> None:
     assert load_phases(["Warming up done."]).found == ()  # an end without a start
 
 
+def test_the_cpu_warm_up_across_new_year() -> None:
+    lines = [
+        "(Worker pid=7) INFO 12-31 23:59:50 [cpu_model_runner.py:87] Warming up model for the "
+        "compilation...",
+        "(Worker pid=7) INFO 01-01 00:00:20 [cpu_model_runner.py:91] Warming up done.",
+    ]
+    assert load_phases(lines).compile_s == 30.0
+
+
 def test_json_round_trip_and_bad_values() -> None:
     phases = phases_of("cpu_0.32.0_full.txt", healthy_s=58.59)
     stored = phases.to_json()

@@ -251,10 +251,9 @@ def _read_line(text: str, processes: dict[str, _Process]) -> None:
         if starts:
             proc.warmup_started = at
         elif proc.warmup_started is not None and at is not None:
-            span = (at - proc.warmup_started).total_seconds()
-            if span < 0:  # past midnight of the year's last day
-                span += 86400
-            proc.add("cpu_warmup", span)
+            if at < proc.warmup_started:  # the stamps have no year: it turned in between
+                at = at.replace(year=at.year + 1)
+            proc.add("cpu_warmup", (at - proc.warmup_started).total_seconds())
             proc.warmup_started = None
 
 
@@ -266,7 +265,7 @@ def _process(text: str, end: int, processes: dict[str, _Process]) -> _Process:
 
 def _timestamp(stamp: re.Match[str]) -> dt.datetime | None:
     month, day, hour, minute, second = (int(g) for g in stamp.groups())
-    try:  # a leap year, so that 02-29 is a date
+    try:  # any leap year, so that 02-29 is a date
         return dt.datetime(2024, month, day, hour, minute, second)
     except ValueError:
         return None
