@@ -17,9 +17,7 @@ from typing import Any
 
 from tuner.launcher.load_phases import PHASE_LABELS, PHASES, LoadPhases
 from tuner.storage import LaunchRow
-
-FULL = "full"
-SCREEN = "screen"
+from tuner.study.attrs import FULL, SCREEN
 
 PARTS = (*PHASES, "rest")
 """The parts of a load, in order: the phases read from the log, then the rest."""
