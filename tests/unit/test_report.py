@@ -12,6 +12,7 @@ import pytest
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.errors import NoAnswerError
+from tuner.launcher.load_phases import LoadPhases
 from tuner.report import svg
 from tuner.report.data import Failure, build_report, pareto
 from tuner.report.html import render
@@ -214,3 +215,37 @@ def test_axes_end_on_a_labelled_tick() -> None:
     lo, hi = svg.nice_range((57.3, 83.1))
     assert (lo, hi) == (50.0, 90.0)  # steps of 10 for a span of about 26
     assert svg.ticks(lo, hi)[0][-1] == hi  # the top of the axis has its label
+
+
+def test_what_a_launch_costs_per_fidelity_when_phases_were_stored(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, GAIN)
+    data = build_report(storage, "hand")
+    assert 'id="load-costs"' not in render(data)  # no phases stored: no section
+    store = Store(storage)
+    for i, row in enumerate(store.launches("hand")):
+        screen = i % 2 == 1
+        phases = LoadPhases(
+            weights_s=1.0 if screen else 2000.0,
+            compile_s=50.0,
+            cuda_graphs_s=20.0,
+            healthy_s=100.0 if screen else 2100.0,
+        )
+        store.update_launch(
+            row.id,
+            fidelity="screen" if screen else "full",
+            seconds_to_healthy=phases.healthy_s,
+            load_phases=phases.to_json(),
+        )
+    data = build_report(storage, "hand")
+    assert data.load_costs.full is not None and data.load_costs.full.launches == 4
+    page = render(data)
+    section = page[page.index('<section id="load-costs">') :]
+    section = section[: section.index("</section>")]
+    assert "What a launch costs" in section
+    assert (
+        "Full load 35.0 min (weights 33.3, torch.compile 0.8, CUDA graphs 0.3, the rest 0.5); "
+        "screening 1.7 min: screening saves 95% of a load." in section
+    )
+    rows = section.split("<tr>")[2:]
+    assert [r.split("</td>")[0].removeprefix("<td>") for r in rows] == ["full", "screening"]
+    assert "<td class=num>2000.0</td>" in rows[0] and "<td class=num>1.0</td>" in rows[1]

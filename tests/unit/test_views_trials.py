@@ -10,8 +10,9 @@ from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, FAILED_REASON, hand_study
 from tuner.errors import StoreError
+from tuner.launcher.load_phases import LoadPhases
 from tuner.storage.store import Store
-from tuner.views.trials import print_trial, print_trials, trial_detail, trials_rows
+from tuner.views.trials import load_line, print_trial, print_trials, trial_detail, trials_rows
 
 STUDY = [BASELINE, ({"NCCL_PROTO": "LL"}, [82.0, 82.1]), ({"compilation": 0}, None)]
 
@@ -92,6 +93,7 @@ def test_show_prints_the_command_env_and_levels_of_one_launch(tmp_path: Path) ->
     text = console.export_text()
     assert "Trial 1 (search) status complete" in text
     assert "command: srv" in text and "env: NCCL_PROTO=LL" in text
+    assert "load (full): the server's log named no phase of it" in text
     level = next(line for line in text.splitlines() if "412.5" in line)
     assert [cell.strip() for cell in level.split("│")[1:-1]] == [
         "0", "4", "8", "0", "412.5", "12.3", "-", "-", "-", "",
@@ -102,3 +104,25 @@ def test_show_of_a_trial_that_never_launched_says_so(tmp_path: Path) -> None:
     storage = hand_study(tmp_path, STUDY)
     with pytest.raises(StoreError, match="trial 2 of 'hand' never launched a server"):
         trial_detail(storage, "hand", 2)
+
+
+def test_show_prints_the_fidelity_and_the_phases_of_the_load(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    store = Store(storage)
+    launch = store.launch_for_trial("hand", 1)
+    assert launch is not None
+    phases = LoadPhases(weights_s=2046.0, compile_s=54.0, cuda_graphs_s=24.0, healthy_s=2160.0)
+    store.update_launch(
+        launch.id, fidelity="screen", load_phases=dict(phases.to_json(), processes=8)
+    )
+    console = Console(record=True, width=200)
+    print_trial(storage, "hand", 1, console)
+    assert (
+        "load (screen): weights 2046.0 s, torch.compile 54.0 s, CUDA graphs 24.0 s, "
+        "the rest 36.0 s (the slowest of 8 processes)"
+    ) in console.export_text()
+    failed = LoadPhases(weights_s=30.0).to_json()
+    store.update_launch(launch.id, fidelity=None, load_phases=failed)
+    row = store.launch_for_trial("hand", 1)
+    assert row is not None
+    assert load_line(row) == "load (full): weights 30.0 s (never healthy)"

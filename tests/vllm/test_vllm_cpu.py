@@ -139,6 +139,16 @@ def test_a_two_launch_study_on_the_cpu_build(tmp_path: Path, monkeypatch: pytest
         assert "-O0" in launch.argv and "'optimization_level': '0'" in logs[launch.id]
     assert "200" in logs[failed[0].id]  # the requested size is in the error
 
+    # The phases of each load, read from the real log (docs/launcher.md): -O0 compiles
+    # nothing and the CPU build captures no graphs, so the weights alone; the failed launch
+    # loaded them before its KV cache was refused.
+    for launch in launches:
+        phases = launch.load_phases or {}
+        assert phases.get("found") == ["weights"], phases
+        assert phases["healthy_s"] == (
+            None if launch is failed[0] else pytest.approx(launch.seconds_to_healthy, abs=1e-3)
+        )
+
     # /metrics were scraped around every measured level.
     store = Store(storage)
     for launch in launches:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from tuner.launcher.progress import LoadProgress, describe_line, parse_progress
@@ -100,6 +101,51 @@ class LogFollower:
                 if state is not None:
                     return state
         return None
+
+
+def matching_lines(
+    path: Path,
+    needles: Iterable[str],
+    *,
+    max_bytes: int = 256 << 20,
+    block_bytes: int = 1 << 20,
+) -> list[str]:
+    """The lines of the file's first ``max_bytes`` that contain one of ``needles``.
+
+    Read a block at a time, never whole: a block without any needle is not even split
+    into lines. '\\r' breaks a line as '\\n' does (tqdm); [] when the file cannot be read.
+    """
+    wanted = [n.encode() for n in needles]
+    found: list[str] = []
+    carry = b""
+    read = 0
+    try:
+        with open(path, "rb") as f:
+            while read < max_bytes:
+                data = f.read(min(block_bytes, max_bytes - read))
+                if not data:
+                    break
+                read += len(data)
+                data = carry + data
+                cut = _last_separator(data)
+                if cut < 0:  # no line ended yet: keep a bounded unfinished line
+                    carry = data[-block_bytes:]
+                    continue
+                complete, carry = data[: cut + 1], data[cut + 1 :]
+                found += _lines_with(complete, wanted)
+    except OSError:
+        return found
+    return found + _lines_with(carry, wanted)
+
+
+def _lines_with(data: bytes, wanted: list[bytes]) -> list[str]:
+    if not any(n in data for n in wanted):
+        return []
+    return [
+        raw.decode("utf-8", errors="replace")
+        for raw in _SEPARATOR.split(data)
+        if any(n in raw for n in wanted)
+    ]
 
 
 def _last_separator(data: bytes) -> int:

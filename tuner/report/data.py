@@ -5,7 +5,8 @@ launches with the baseline's noise band, each setting's effect from the search's
 (study/effects/model.EffectModel), throughput and latency per concurrency for the baseline,
 best and recommended configurations, their telemetry over time (GPU when it was
 sampled, host otherwise), the time each launch spent loading, warming up and
-benchmarking, the failures, a Pareto front only for a study with several
+benchmarking, what a load costs per fidelity (its phases from the server's log:
+study/facts/load_costs), the failures, a Pareto front only for a study with several
 objectives, and, when asked, the study beside others (views/compare_studies). Every
 value is read from the store, where secrets are already redacted.
 The renderer (tuner/report/html.py) draws this data and computes nothing.
@@ -31,6 +32,7 @@ from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
 from tuner.study.facts import analysis
+from tuner.study.facts.load_costs import LoadCosts, load_costs
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
 from tuner.views.compare_studies import StudiesComparison, compare_studies
 from tuner.views.study_access import open_study
@@ -159,6 +161,8 @@ class ReportData:
     pareto: Pareto | None
     studies: StudiesComparison | None = None
     """This study beside others (`tuner report --compare B C`), as compare-studies has it."""
+    load_costs: LoadCosts = LoadCosts()
+    """What a load costs per fidelity, its phases as the server's logs told them."""
 
 
 def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> ReportData:
@@ -187,6 +191,7 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
         failures=failures(trials, launches),
         pareto=pareto(opened.optuna_study),
         studies=compare_studies(storage, [study, *compare]) if compare else None,
+        load_costs=load_costs(launches),
     )
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tuner.launcher.load_phases import PHASE_LABELS
 from tuner.report import charts
 from tuner.report.data import ConfigCurve, Effect, Failure, LaunchTiming, ReportData
 from tuner.report.svg import esc
+from tuner.study.facts.load_costs import PARTS, LoadCosts, load_costs_sentence
 from tuner.views.best import ConfigEntry
 from tuner.views.best_pareto import ParetoView
 from tuner.views.compare_studies import LevelBest, StudiesComparison
@@ -110,6 +112,12 @@ def render(data: ReportData) -> str:
             else "",
             "No launch has finished yet.",
         ),
+    ]
+    if any(cost.with_phases for cost in data.load_costs.measured):
+        sections.append(
+            _section("load-costs", "What a launch costs", _load_costs_table(data.load_costs), "")
+        )
+    sections += [
         _section(
             "failures",
             "Failures and pruned trials",
@@ -255,6 +263,32 @@ def _timing_totals(timings: Sequence[LaunchTiming]) -> str:
     return (
         f"<table><tr><th>all {len(timings)} launches</th><th>seconds</th><th>share</th></tr>"
         f"{cells}</table>"
+    )
+
+
+def _load_costs_table(costs: LoadCosts) -> str:
+    """Per fidelity, the median load and its phases as the server's logs told them."""
+    head = "".join(f"<th>{esc(PHASE_LABELS[part])} (s)</th>" for part in PARTS)
+    rows = []
+    for cost in costs.measured:
+        cells = "".join(
+            f"<td class=num>{cost.phases[part]:.1f}</td>" if part in cost.phases else "<td>–</td>"
+            for part in PARTS
+        )
+        name = "screening" if cost.fidelity == "screen" else "full"
+        rows.append(
+            f"<tr><td>{esc(name)}</td><td class=num>{cost.launches}</td>"
+            f"<td class=num>{cost.with_phases}</td><td class=num>{cost.healthy_s:.1f}</td>"
+            f"{cells}</tr>"
+        )
+    sentence = load_costs_sentence(costs) or ""
+    return (
+        f'<p id="load-costs-sentence">{esc(sentence[:1].upper() + sentence[1:])}.</p>'
+        '<p class="note">Medians per fidelity; each phase as the server\'s log printed it '
+        "(weights, torch.compile, CUDA graph capture), the rest is the time to healthy "
+        'less those (docs/launcher.md, "The phases of a load").</p>'
+        '<table id="load-costs-table"><tr><th>fidelity</th><th>launches</th>'
+        f"<th>with phases</th><th>to healthy (s)</th>{head}</tr>{''.join(rows)}</table>"
     )
 
 

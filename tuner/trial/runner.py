@@ -32,6 +32,8 @@ from tuner.launcher import (
     free_port,
     parse_visible_devices,
 )
+from tuner.launcher.load_phases import NEEDLES, load_phases
+from tuner.launcher.logfile import matching_lines
 from tuner.secrets import private_dir, scrub, secret_values
 from tuner.space.secret_params import launch_settings
 from tuner.space.settings import Settings, server_argv, server_env
@@ -181,11 +183,18 @@ class TrialRunner:
         status = LaunchStatus.FAILED
         reason: str | None = "interrupted"
         outcome: LaunchOutcome | None = None
+        phases_read = False
         try:
             seconds = process.wait_healthy(
                 on_progress=lambda p: self.observer.load_progress(trial_number, p.percent, p.line)
             )
-            self.store.update_launch(launch_id, seconds_to_healthy=seconds)
+            # The load's phases, from the log as it stands now: the benchmark adds nothing.
+            self.store.update_launch(
+                launch_id,
+                seconds_to_healthy=seconds,
+                load_phases=read_load_phases(launch.log_path, seconds),
+            )
+            phases_read = True
             self.observer.healthy(trial_number, seconds)
             outcome = self._benchmark(process, launch_id, trial_number, prune_check)
             outcome = dataclasses.replace(outcome, seconds_to_healthy=seconds)
@@ -220,6 +229,8 @@ class TrialRunner:
                 cleanup=plain_dict(report),
                 finished_at=utcnow(),
             )
+            if not phases_read:  # never healthy: the phases it went through before it failed
+                fields["load_phases"] = read_load_phases(launch.log_path, None)
             if outcome is not None:
                 fields.update(
                     objective_mean=outcome.mean,
@@ -387,6 +398,13 @@ def left_nothing_behind(report: StopReport) -> bool:
     keeps it) but leaves the GPUs free, so it does not mark the cleanup as failed.
     """
     return not report.survivors and report.gpu_memory_ok is not False
+
+
+def read_load_phases(log_path: Path, seconds_to_healthy: float | None) -> dict[str, Any] | None:
+    """The phases of a launch's load from its log (launcher/load_phases.py), as stored in
+    ``tuner_launches.load_phases``; None when the log names none (or cannot be read)."""
+    phases = load_phases(matching_lines(log_path, NEEDLES), healthy_s=seconds_to_healthy)
+    return phases.to_json() if phases.found else None
 
 
 def launch_spec_for(

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuner.errors import StoreError
+from tuner.launcher.load_phases import PHASE_LABELS, LoadPhases
 from tuner.space.settings import changed_from_defaults
 from tuner.space.spec import Scalar
 from tuner.storage.tables import LaunchRow, LevelRow
@@ -186,6 +187,7 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
         f"pid {launch.pid} on {launch.host}; healthy after "
         f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}"
     )
+    console.print(load_line(launch), highlight=False)
     if detail.levels:
         console.print(_levels_table(detail.levels))
     if launch.cleanup:
@@ -200,6 +202,28 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
         from tuner.telemetry import render_inventory_dict
 
         console.print(render_inventory_dict(detail.inventory))
+
+
+def load_line(launch: LaunchRow) -> str:
+    """The launch's fidelity and the phases of its load, as its log told them, e.g.
+    "load (full): weights 34.1 s, torch.compile 0.9 s, CUDA graphs 0.4 s, the rest 0.6 s"."""
+    fidelity = launch.fidelity or "full"
+    phases = LoadPhases.from_json(launch.load_phases)
+    if phases is None or not phases.found:
+        return f"load ({fidelity}): the server's log named no phase of it"
+    parts = [
+        f"{PHASE_LABELS[p]} {seconds:.1f} s"
+        for p in (*phases.found, "rest")
+        if (seconds := phases.seconds(p)) is not None
+    ]
+    notes = []
+    if phases.processes > 1:
+        notes.append(f"the slowest of {phases.processes} processes")
+    if phases.compile_cached:
+        notes.append("compiled graphs from the cache")
+    if phases.healthy_s is None:
+        notes.append("never healthy")
+    return f"load ({fidelity}): {', '.join(parts)}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _levels_table(levels: tuple[LevelRow, ...]) -> Table:
