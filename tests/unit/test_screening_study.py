@@ -24,7 +24,7 @@ from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
 SPEC_DRAFTS = {
-    "args": ["--speculative-config", '{{"method": "ngram", "num_speculative_tokens": {value}}}'],
+    "args": ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": {value}}'],
     "choices": ["default", 3],
 }
 SCREENED = {

@@ -37,7 +37,7 @@ from tuner.space.settings import baseline_params
 from tuner.space.spec import Scalar
 from tuner.study import attrs
 from tuner.study.facts.plan import CostPlan, study_plan
-from tuner.study.policy import final_comparison, futility, stops
+from tuner.study.policy import final_comparison, futility, screening, stops
 from tuner.study.policy.decisions import Decision, Launch, Stop
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
@@ -48,11 +48,12 @@ def opening(snap: Snapshot, goal: Goal) -> Decision:
     start = snap
     launches: list[Launch] = []
     for step in (baselines, goal.confirmations):
-        decided = step(snap)
+        decided = screening.keep_final_reserve(snap, step(snap))
         launches += decided
         snap = snap.with_queued(decided)
+    before = snap
     proposal, snap, local_done, skipped = _proposal(snap, goal)
-    launches += proposal
+    launches += screening.keep_final_reserve(before, proposal)
     return Decision(
         launches=tuple(launches),
         state=snap.state if snap.state != start.state else None,
@@ -77,7 +78,7 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     if plan is not None:
         snap = snap.with_state(snap.state.replace(plan_said=True))
     snap, messages = goal.track(snap)
-    confirmations = goal.confirmations(snap)
+    confirmations = screening.keep_final_reserve(snap, goal.confirmations(snap))
     launches += confirmations
     snap = snap.with_queued(confirmations)
 
@@ -121,8 +122,9 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
         final, snap = goal.final_comparison(snap, last)  # and to the final comparison
         launches += final
         snap = snap.with_queued(final)
+    before = snap
     proposal, snap, local_done, skipped = _proposal(snap, goal)
-    launches += proposal
+    launches += screening.keep_final_reserve(before, proposal)
     messages += skipped
     return decision(local_done=local_done)
 

@@ -15,12 +15,16 @@ no fidelity yet):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tuner.space.screening import screenable
 from tuner.space.spec import SpaceSpec
 from tuner.study import attrs
+
+if TYPE_CHECKING:
+    from tuner.study.policy.decisions import Launch
+    from tuner.study.policy.snapshot import Snapshot
 
 
 def fidelity(
@@ -40,3 +44,37 @@ def fidelity(
 
 def is_screening(spec: SpaceSpec) -> bool:
     return spec.screening is not None
+
+
+def keep_final_reserve(snap: Snapshot, launches: Sequence[Launch]) -> list[Launch]:
+    """``launches`` without the full ones that would eat into the final comparison's full
+    launches (``2 x stop.final_launches`` of --trials): with screening, a setting screening
+    cannot judge is searched on full loads, but never with the answer's."""
+    spec = snap.spec
+    if spec.screening is None:
+        return list(launches)
+    left = snap.budget - snap.committed_of(False) - 2 * spec.stop.final_launches
+    kept = []
+    for launch in launches:
+        full = fidelity(spec, launch.role, launch.params, launch.fixed_fidelity) == attrs.FULL
+        if full and launch.role not in (attrs.BASELINE, attrs.FINAL):
+            if left < launch.copies:
+                continue
+            left -= launch.copies
+        kept.append(launch)
+    return kept
+
+
+def full_reserve_refusal(
+    spec: SpaceSpec, role: str, level: str, full_launched: int, budget: int
+) -> str | None:
+    """Why a full search launch is not made: the full launches left are the final
+    comparison's (a proposal of optuna's own sampler, which the policy did not queue)."""
+    if spec.screening is None or level != attrs.FULL or role in (attrs.BASELINE, attrs.FINAL):
+        return None
+    if budget - full_launched - 2 * spec.stop.final_launches >= 1:
+        return None
+    return (
+        "not launched: a full launch (a setting screening cannot judge), and the full "
+        "launches left of --trials are the final comparison's"
+    )

@@ -99,6 +99,11 @@ def run_trial(
     trial.set_user_attr(attrs.LAUNCHED, True)
     level = screening.fidelity(spec, role, settings.params, trial.user_attrs.get(attrs.FIDELITY))
     trial.set_user_attr(attrs.FIDELITY, level)
+    reserved = screening.full_reserve_refusal(
+        spec, role, level, controller.full_launched(trial.study), controller.n_trials
+    )
+    if reserved:
+        _not_launched(trial, reserved)
     # With screening, a full search launch (a setting screening cannot judge) is not pruned
     # against screening rounds: the bias between the fidelities is not a loss.
     screened_study = spec.screening is not None

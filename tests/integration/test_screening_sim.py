@@ -1,0 +1,54 @@
+"""A screened study on `tuner sim` (issue 24): screening searches, full launches decide.
+
+The sim's speculative decoding helps on real weights and hurts on dummy ones
+(docs/simulator.md): a study that screened it would throw the gain away. tuner launches a
+configuration with ``--speculative-config`` at full fidelity only, and recommends it on
+the final comparison's full launches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.sweep_helpers import run_tuner, tuner_in_process, write_space
+from tuner.storage import Store
+
+pytestmark = pytest.mark.integration
+
+DRAFTS = {
+    "args": ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": {value}}'],
+    "choices": ["default", 3],
+}
+
+
+def test_speculative_decoding_is_launched_full_only_and_recommended(tmp_path: Path) -> None:
+    path = write_space(
+        tmp_path,
+        "screened",
+        params={"drafts": DRAFTS},
+        screening={"args": ["--load-format", "dummy"]},
+        stop={"baseline_launches": 2, "patience": 3},
+    )
+    run = run_tuner("run", "--space", str(path), "--trials", "12", "--seed", "1", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = Store(f"sqlite:///{tmp_path}/experiments.db").launches("screened")
+    screening = [r for r in rows if r.fidelity == "screen"]
+    full = [r for r in rows if r.fidelity == "full"]
+    assert screening and full
+    assert all(r.argv[-2:] == ["--load-format", "dummy"] for r in screening)
+    assert not any("--load-format" in r.argv for r in full)
+    drafted = [r for r in rows if str(r.params.get("drafts")) == "3"]
+    assert drafted and all(r.fidelity == "full" for r in drafted)
+    assert len(full) <= 12  # --trials counts full loads
+    best = tuner_in_process("best", "--space", str(path), "--format", "json", cwd=tmp_path)
+    answer = json.loads(best.stdout)
+    assert str(answer["recommended"]["params"]["drafts"]) == "3", answer["recommended"]
+    assert answer["final"]["passed"] is True
+    assert answer["screening"]["full_launches"] == len([r for r in full if r.status == "complete"])
+    table = tuner_in_process("best", "--space", str(path), cwd=tmp_path).stdout
+    assert "Screening:" in table and "Never screened (full launches only): drafts" in table
+    trials = tuner_in_process("trials", "--space", str(path), cwd=tmp_path).stdout
+    assert "fidelity" in trials and "screen" in trials
