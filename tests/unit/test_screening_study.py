@@ -203,3 +203,42 @@ def test_the_screening_patience_is_twice_the_stop_s_by_default() -> None:
     assert spec.search_patience == 8
     plain = parse_space(SPACE, Path("p.yaml")).spec
     assert plain.search_patience == 6
+
+
+def test_the_report_marks_screening_launches_and_says_the_answer_rests_on_full_ones(
+    tmp_path: Path,
+) -> None:
+    from tuner.report.data import build_report
+    from tuner.report.html import render
+
+    _, runner, storage = _sweep(tmp_path, lambda p: 100.0, lambda p: 101.0)
+    data = build_report(storage, "d")
+    assert "rests on full launches only" in data.verdict
+    screened = [p for p in data.history if p.fidelity == "screen"]
+    assert len(screened) == sum(1 for f in runner.fidelities if f == "screen")
+    page = render(data)
+    assert 'id="screening"' in page and "small marks: screening launches" in page
+    assert "Screening bias:" in page
+
+
+def test_the_cost_plan_says_both_kinds_of_launch_and_the_hours_without_screening(
+    tmp_path: Path,
+) -> None:
+    from tests.fakes import RecordingObserver
+    from tuner.views.plan_text import plan_lines
+
+    observer = RecordingObserver()
+    _sweep(tmp_path, lambda p: 100.0, lambda p: 101.0, observer=observer)
+    plans = [e[1] for e in observer.events if e[0] == "cost_plan"]
+    assert len(plans) == 1
+    plan = plans[0]
+    assert plan.screening is not None
+    assert plan.screening.full.healthy_s == pytest.approx(1800.0)
+    assert plan.screening.screen.healthy_s == pytest.approx(60.0)
+    text = "\n".join(plan_lines(plan))
+    assert "a full load 30 min to healthy" in text, text
+    assert "a screening launch saves 87%" in text, text
+    assert "without screening (every launch a full load)" in text
+    hours = plan.screening.hours(plan.screening.one_gain)
+    without = plan.screening.hours_without(plan.screening.without[1])
+    assert hours is not None and without is not None and hours < without

@@ -70,6 +70,7 @@ def history_chart(
             )
         )
     seen_roles: list[str] = []
+    screened = False
     for p, (low, high) in zip(points, errs, strict=True):
         shape, fill = ROLE_SHAPES.get(p.role, ("circle", svg.color(4)))
         if p.status != "complete":
@@ -80,10 +81,14 @@ def history_chart(
                 f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y(high):.1f}" '
                 f'y2="{frame.y(low):.1f}" stroke="{fill}" stroke-width="1.2"/>'
             )
-        tip = f"trial {p.trial} ({p.role}, {p.status}): {p.value:.4g}; {p.changed}"
-        body.append(
-            f"<g><title>{esc(tip)}</title>{svg.marker(shape, x, frame.y(p.value), fill)}</g>"
-        )
+        screening = p.fidelity == attrs.SCREEN
+        screened = screened or screening
+        what = f"{p.role}, screening" if screening else p.role
+        tip = f"trial {p.trial} ({what}, {p.status}): {p.value:.4g}; {p.changed}"
+        # A screening launch is a smaller mark: it searched, the full launches decide.
+        size = 2.8 if screening else 4.5
+        mark = svg.marker(shape, x, frame.y(p.value), fill, size)
+        body.append(f"<g><title>{esc(tip)}</title>{mark}</g>")
         if p.role not in seen_roles:
             seen_roles.append(p.role)
     for role in seen_roles:
@@ -91,6 +96,14 @@ def history_chart(
         items.append(LegendItem(ROLE_NAMES.get(role, role), fill, shape))
     if any(p.status != "complete" for p in points):
         items.append(LegendItem("pruned (fewer rounds)", svg.color(0), "hollow"))
+    if screened:
+        items.append(
+            LegendItem(
+                "small marks: screening launches (random weights: they search, never decide)",
+                svg.color(0),
+                "circle",
+            )
+        )
     note = "Bars: ±1 standard error of a launch's mean over its rounds."
     chart = svg.svg(frame, "".join(body), chart="history", title=title)
     return svg.figure("history", title, chart, svg.legend(items), note)

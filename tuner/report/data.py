@@ -52,6 +52,8 @@ class HistoryPoint:
     value: float
     stderr: float | None
     changed: str
+    fidelity: str | None = None
+    """``screen`` for a screening launch (random weights: it searched, never decided)."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,19 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
 
 
 def verdict_sentence(answer: BestReport) -> str:
-    """The answer in a sentence: keep the defaults, or deploy a trial's settings for a gain."""
+    """The answer in a sentence: keep the defaults, or deploy a trial's settings for a gain
+    (with screening, said to rest on full launches only)."""
+    text = _verdict(answer)
+    if answer.screening is None:
+        return text
+    n = answer.screening.facts.screen_launches
+    return (
+        f"{text} (The answer rests on full launches only; {n} screening launch"
+        f"{'es' if n != 1 else ''} searched.)"
+    )
+
+
+def _verdict(answer: BestReport) -> str:
     rec = answer.recommended
     if rec is None or answer.best is None:
         return no_answer_sentence(answer)
@@ -241,6 +255,7 @@ def history(launches: Iterable[LaunchRow]) -> tuple[HistoryPoint, ...]:
                 value=row.objective_mean,
                 stderr=row.objective_se,
                 changed=_label(row.params),
+                fidelity=row.fidelity,
             )
         )
     return tuple(sorted(points, key=lambda p: p.trial))

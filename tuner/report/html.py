@@ -164,6 +164,9 @@ def _answer_section(data: ReportData) -> str:
         f'<p class="verdict" id="verdict">{esc(data.verdict)}</p>',
         _answer_table(a.baseline, a.best, a.recommended),
     ]
+    if a.screening is not None:  # views/best_screening.py: screening searched, full decided
+        lines = a.screening.lines()
+        parts.append(f'<p id="screening">{"<br>".join(esc(x) for x in lines)}</p>')
     if a.capacity is not None:  # views/best_capacity.py: the capacity searches' figures
         parts.append(f'<p id="capacity">{"<br>".join(esc(x) for x in a.capacity.lines())}</p>')
     rec = a.recommended

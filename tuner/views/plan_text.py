@@ -78,6 +78,8 @@ def _launches_text(plan: CostPlan) -> str:
     quick += ")"
     if plan.budget is not None:
         quick += f"; budget {plan.budget}"
+    if plan.screening is not None:
+        return quick + "; their hours, by kind of launch, below"
     times = plan.times
     if times.per_launch_s is None or times.healthy_s is None or times.rest_s is None:
         return quick + "; time: unknown (no timed launch yet)"
