@@ -31,9 +31,16 @@ def test_speculative_decoding_is_launched_full_only_and_recommended(tmp_path: Pa
         params={"drafts": DRAFTS},
         screening={"args": ["--load-format", "dummy"]},
         stop={"baseline_launches": 2, "patience": 3},
+        # Enough tokens a round that the sim's step noise leaves its +19% clear on 2+2 launches.
+        benchmark={"requests": 4, "max_tokens": 48, "rounds": 3},
     )
     run = run_tuner("run", "--space", str(path), "--trials", "12", "--seed", "1", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
+    # The cost plan: both kinds of launch, their loads phase by phase, the hours without.
+    said = " ".join(run.stdout.split())
+    assert "a screening launch saves" in said, run.stdout
+    assert "a load: full load" in said and "weights" in said, run.stdout
+    assert "without screening (every launch a full load)" in said
     rows = Store(f"sqlite:///{tmp_path}/experiments.db").launches("screened")
     screening = [r for r in rows if r.fidelity == "screen"]
     full = [r for r in rows if r.fidelity == "full"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from tuner.stats.wording import percent
 from tuner.study.facts.launch_times import LaunchTimes
+from tuner.study.facts.load_costs import load_costs_sentence
 from tuner.study.facts.plan import CostPlan, ScreeningPlan
 from tuner.study.facts.plan_levers import pct_text, seconds_text
 
@@ -63,6 +64,9 @@ def plan_lines(plan: CostPlan) -> list[str]:
     out.append(f"  to a verdict: {_launches_text(plan)}")
     if plan.screening is not None:
         out += _screening_lines(plan.screening)
+    loads = load_costs_sentence(plan.loads) if plan.loads is not None else None
+    if loads is not None:
+        out.append(f"  a load: {loads}")
     if plan.levers:
         out.append("  what would lower them:")
         out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuner.storage import LaunchRow, LaunchStatus
+from tuner.study.facts.load_costs import LoadCosts, load_costs
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class LaunchCosts:
     """Start to stop of every finished launch, failed ones included."""
     full: LaunchTimes = field(default_factory=_no_times)
     screen: LaunchTimes = field(default_factory=_no_times)
+    loads: LoadCosts = field(default_factory=LoadCosts)
+    """Each fidelity's load split into its phases, from the servers' logs."""
 
 
 def launch_costs(rows: Sequence[LaunchRow]) -> LaunchCosts:
@@ -53,6 +56,7 @@ def launch_costs(rows: Sequence[LaunchRow]) -> LaunchCosts:
         spent_s=spent,
         full=launch_times([r for r in rows if (r.fidelity or "full") == "full"]),
         screen=launch_times([r for r in rows if r.fidelity == "screen"]),
+        loads=load_costs(rows),
     )
 
 

@@ -37,6 +37,7 @@ from tuner.stats.power import DetectableGain, detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
+from tuner.study.facts.load_costs import LoadCosts
 from tuner.study.facts.plan_levers import Lever, levers
 
 PLAN_POWER = 0.5
@@ -85,6 +86,8 @@ class CostPlan:
     levers: tuple[Lever, ...]
     screening: ScreeningPlan | None = None
     """With a ``screening:`` section: both kinds of launch, and the hours with and without."""
+    loads: LoadCosts | None = None
+    """What a load costs, phase by phase, per fidelity (from the servers' logs)."""
 
     @property
     def assumed_between(self) -> bool:
@@ -151,6 +154,7 @@ class CostPlan:
             },
             "levers": [dataclasses.asdict(lever) for lever in self.levers],
             "screening": self.screening.to_json() if self.screening is not None else None,
+            "loads": self.loads.to_json() if self.loads is not None else None,
         }
 
 
@@ -331,6 +335,7 @@ def cost_plan(
         times=times,
         levers=tuple(found),
         screening=screening,
+        loads=costs.loads if costs is not None else None,
     )
 
 
