@@ -202,3 +202,59 @@ def test_check_reads_the_real_help_once_and_fails_a_bad_space_in_seconds(tmp_pat
     assert "--max-num-seq5" in text and "did you mean --max-num-seqs" in text
     assert "bf16" in text and "bfloat16" in text
     assert any(i.level == "warning" and "allreduce:ring" in i.message for i in report.items)
+
+
+@pytest.mark.timeout(480)
+def test_a_screened_study_searches_on_dummy_weights_and_decides_on_the_real_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 24 on the real server: screening launches add ``--load-format dummy`` (vLLM
+    initialises random weights instead of reading them), the defaults are launched at both
+    fidelities, and the answer rests on full launches only. Three launches, about 2 minutes:
+    a screening and a full baseline, one screening search launch; ``-O0`` keeps each short."""
+    monkeypatch.chdir(tmp_path)
+    two_cores = len(os.sched_getaffinity(0)) >= 2
+    path = derived_space(
+        tmp_path,
+        "-O0",
+        study="vllm-screened",
+        # At 4 streams, at most 2 scheduled together queue the other two: slower, so the
+        # search's candidate stays the defaults and no final comparison is needed.
+        params={"max_num_seqs": {"args": ["--max-num-seqs", "{value}"], "choices": ["default", 2]}},
+        benchmark={
+            "prompt_tokens": 32,
+            "max_tokens": 16,
+            "concurrency": [4],
+            "requests": 8,
+            "warmup": 1,
+            "rounds": 2,
+            **({"cpus": [1]} if two_cores else {}),
+        },
+        objective={"metric": "output_throughput", "concurrency": 4},
+        stop={"baseline_launches": 1, "confirmations": 0, "patience": 1, "final_launches": 1},
+        screening={"args": ["--load-format", "dummy"], "patience": 1},
+    )
+    storage = f"sqlite:///{tmp_path}/vllm.db"
+    result = run_sweep(load_space(path), storage=storage, n_trials=4, seed=7)
+    launches = Store(storage).launches("vllm-screened")
+    assert [(x.role, x.fidelity) for x in launches[:2]] == [
+        ("baseline", "screen"),
+        ("baseline", "full"),
+    ]
+    for launch in launches:
+        assert launch.status in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED), launch.reason
+        screened = launch.fidelity == "screen"
+        assert (launch.argv[-2:] == ["--load-format", "dummy"]) is screened
+        log = Path(launch.log_path or "").read_text(errors="replace")
+        # vLLM's own record of what it was given, and of the weights it did (not) read.
+        assert ("'load_format': 'dummy'" in log) is screened, log[-2000:]
+        assert ("Loading weights took" in log) is not screened
+    assert any(x.fidelity == "screen" and x.role == "search" for x in launches)
+    assert sum(x.fidelity == "full" for x in launches) <= 4  # --trials: full loads
+    from tuner.views.best import best_report
+
+    report = best_report(storage, "vllm-screened")
+    assert report.keep_defaults is True, report.recommended
+    doc = report.to_json()["screening"]
+    assert doc["bias"] is not None and doc["full_launches"] >= 1
+    print(f"screened study: {result.stop_reason}; bias {doc['bias']}")
