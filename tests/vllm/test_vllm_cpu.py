@@ -67,6 +67,19 @@ def derived_space(tmp_path: Path, *extra_args: str, **changes: Any) -> Path:
     return path
 
 
+def short_benchmark(two_cores: bool) -> dict[str, Any]:
+    """Two rounds of 8 short requests at 4 streams; the client on core 1 where there are two."""
+    return {
+        "prompt_tokens": 32,
+        "max_tokens": 16,
+        "concurrency": [4],
+        "requests": 8,
+        "warmup": 1,
+        "rounds": 2,
+        **({"cpus": [1]} if two_cores else {}),
+    }
+
+
 def shm_files() -> set[str]:
     uid = os.geteuid()
     names = set()
@@ -97,15 +110,7 @@ def test_a_two_launch_study_on_the_cpu_build(tmp_path: Path, monkeypatch: pytest
                 "choices": ["default", 200],
             },
         },
-        benchmark={
-            "prompt_tokens": 32,
-            "max_tokens": 16,
-            "concurrency": [4],
-            "requests": 8,
-            "warmup": 1,
-            "rounds": 2,
-            **({"cpus": [1]} if two_cores else {}),
-        },
+        benchmark=short_benchmark(two_cores),
         objective={"metric": "output_throughput", "concurrency": 4},
         stop={"baseline_launches": 1, "confirmations": 0, "patience": 10},
     )
@@ -221,15 +226,7 @@ def test_a_screened_study_searches_on_dummy_weights_and_decides_on_the_real_ones
         # At 4 streams, at most 2 scheduled together queue the other two: slower, so the
         # search's candidate stays the defaults and no final comparison is needed.
         params={"max_num_seqs": {"args": ["--max-num-seqs", "{value}"], "choices": ["default", 2]}},
-        benchmark={
-            "prompt_tokens": 32,
-            "max_tokens": 16,
-            "concurrency": [4],
-            "requests": 8,
-            "warmup": 1,
-            "rounds": 2,
-            **({"cpus": [1]} if two_cores else {}),
-        },
+        benchmark=short_benchmark(two_cores),
         objective={"metric": "output_throughput", "concurrency": 4},
         stop={"baseline_launches": 1, "confirmations": 0, "patience": 1, "final_launches": 1},
         screening={"args": ["--load-format", "dummy"], "patience": 1},
