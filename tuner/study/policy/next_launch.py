@@ -13,8 +13,9 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
 3. the cost plan, once, after the baseline launches (said and recorded);
 4. the goal tracks the finished trial: a significant gain resets the patience;
 5. **confirmations**: what looks better than the incumbent, launched again;
-6. the study's stop rules, in order (tuner/study/policy/stops.py): budget, every launch
-   failed, the probe froze every param, an exhausted grid, a plateau, the futility
+6. the study's stop rules, in order (tuner/study/policy/stops.py): budget (--trials full
+   loads; with screening, ``screening.max_launches`` screening launches), hours (--hours),
+   every launch failed, the probe froze every param, an exhausted grid, a plateau, the futility
    stop, idle proposals; a plateau or the futility stop first queues the **final checks**
    (the best without its idle settings, a close call settled) while any is due; then,
    before any stop, the **final comparison** of the search's candidate when it is a
@@ -27,8 +28,12 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    (else nothing is queued and optuna's sampler proposes freely).
 
 When a run opens (``opening``: a new or resumed study), before any trial: (recovery
-retries) > **baselines** (the defaults, ``stop.baseline_launches`` times) > confirmations >
-the next search launch. Each step sees the launches decided before it, as if queued.
+retries) > **baselines** (the defaults, ``stop.baseline_launches`` times; with screening,
+as many screening launches, then ``screening.baseline_launches`` full ones) >
+confirmations > the next search launch. Each step sees the launches decided before it, as
+if queued. Every launch's fidelity is tuner/study/policy/screening.py's rule; with
+screening, a full search launch (a setting screening cannot judge) is dropped once the
+full launches left of --trials are the final comparison's.
 """
 
 from __future__ import annotations

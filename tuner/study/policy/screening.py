@@ -42,10 +42,6 @@ def fidelity(
     return attrs.SCREEN
 
 
-def is_screening(spec: SpaceSpec) -> bool:
-    return spec.screening is not None
-
-
 def keep_final_reserve(snap: Snapshot, launches: Sequence[Launch]) -> list[Launch]:
     """``launches`` without the full ones that would eat into the final comparison's full
     launches (``2 x stop.final_launches`` of --trials): with screening, a setting screening
