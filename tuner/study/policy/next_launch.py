@@ -42,7 +42,7 @@ from tuner.space.settings import baseline_params
 from tuner.space.spec import Scalar
 from tuner.study import attrs
 from tuner.study.facts.plan import CostPlan, study_plan
-from tuner.study.policy import final_comparison, futility, screening, stops
+from tuner.study.policy import final_comparison, final_reserve, futility, stops
 from tuner.study.policy.decisions import Decision, Launch, Stop
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
@@ -53,12 +53,12 @@ def opening(snap: Snapshot, goal: Goal) -> Decision:
     start = snap
     launches: list[Launch] = []
     for step in (baselines, goal.confirmations):
-        decided = screening.keep_final_reserve(snap, step(snap))
+        decided = final_reserve.keep_final_reserve(snap, step(snap))
         launches += decided
         snap = snap.with_queued(decided)
     before = snap
     proposal, snap, local_done, skipped = _proposal(snap, goal)
-    launches += screening.keep_final_reserve(before, proposal)
+    launches += final_reserve.keep_final_reserve(before, proposal)
     return Decision(
         launches=tuple(launches),
         state=snap.state if snap.state != start.state else None,
@@ -83,7 +83,7 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     if plan is not None:
         snap = snap.with_state(snap.state.replace(plan_said=True))
     snap, messages = goal.track(snap)
-    confirmations = screening.keep_final_reserve(snap, goal.confirmations(snap))
+    confirmations = final_reserve.keep_final_reserve(snap, goal.confirmations(snap))
     launches += confirmations
     snap = snap.with_queued(confirmations)
 
@@ -129,7 +129,7 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
         snap = snap.with_queued(final)
     before = snap
     proposal, snap, local_done, skipped = _proposal(snap, goal)
-    launches += screening.keep_final_reserve(before, proposal)
+    launches += final_reserve.keep_final_reserve(before, proposal)
     messages += skipped
     return decision(local_done=local_done)
 

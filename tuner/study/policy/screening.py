@@ -15,16 +15,12 @@ no fidelity yet):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from tuner.space.screening import screenable
 from tuner.space.spec import SpaceSpec
 from tuner.study import attrs
-
-if TYPE_CHECKING:
-    from tuner.study.policy.decisions import Launch
-    from tuner.study.policy.snapshot import Snapshot
 
 
 def fidelity(
@@ -40,25 +36,6 @@ def fidelity(
     if params is not None and not screenable(spec.params, params):
         return attrs.FULL
     return attrs.SCREEN
-
-
-def keep_final_reserve(snap: Snapshot, launches: Sequence[Launch]) -> list[Launch]:
-    """``launches`` without the full ones that would eat into the final comparison's full
-    launches (``2 x stop.final_launches`` of --trials): with screening, a setting screening
-    cannot judge is searched on full loads, but never with the answer's."""
-    spec = snap.spec
-    if spec.screening is None:
-        return list(launches)
-    left = snap.budget - snap.committed_of(False) - 2 * spec.stop.final_launches
-    kept = []
-    for launch in launches:
-        full = fidelity(spec, launch.role, launch.params, launch.fixed_fidelity) == attrs.FULL
-        if full and launch.role not in (attrs.BASELINE, attrs.FINAL):
-            if left < launch.copies:
-                continue
-            left -= launch.copies
-        kept.append(launch)
-    return kept
 
 
 def full_reserve_refusal(
