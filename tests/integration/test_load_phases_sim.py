@@ -37,7 +37,8 @@ def test_a_healthy_launch_and_a_failed_one_keep_the_phases_their_logs_said(
     )
     row = store.launches(runner.space.study_name)[0]
     assert row.load_phases is not None
-    assert row.load_phases["found"] == ["weights", "cuda_graphs"]
+    # The sim prints vLLM's lines of each phase: compile (at -O3, its default) and graphs.
+    assert row.load_phases["found"] == ["weights", "compile", "cuda_graphs"]
     assert row.load_phases["healthy_s"] == pytest.approx(outcome.seconds_to_healthy, abs=1e-3)
     assert row.load_phases["rest_s"] >= 0
 
@@ -46,5 +47,5 @@ def test_a_healthy_launch_and_a_failed_one_keep_the_phases_their_logs_said(
         failing.run(trial_id=None, trial_number=1, role="baseline", settings=settings)
     row = store.launches(failing.space.study_name)[0]
     assert row.status == "failed" and row.seconds_to_healthy is None
-    assert row.load_phases is not None and row.load_phases["found"] == ["weights"]
+    assert row.load_phases is not None and row.load_phases["found"] == ["weights", "compile"]
     assert row.load_phases["healthy_s"] is None and row.load_phases["rest_s"] is None
