@@ -50,7 +50,7 @@ def simplification(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
         best is None
         or best.is_baseline
         or best.config_hash in snap.state.simplified
-        or snap.launched + launches > snap.budget
+        or not snap.has_room(best.params, launches)
     ):
         return [], snap
     snap = snap.with_state(
@@ -99,7 +99,7 @@ def tiebreak(snap: Snapshot) -> list[Launch]:
         return []
     best, chosen = facts.configs[rec.best], facts.configs[rec.recommended]
     gap = facts.compare(best, chosen).gain
-    if gap <= stop.min_gain or snap.launched >= snap.budget:
+    if gap <= stop.min_gain or not snap.has_room(chosen.params):
         return []
     for config in sorted((chosen, best), key=lambda c: len(c.launches)):
         first = stop.baseline_launches if config.is_baseline else 1

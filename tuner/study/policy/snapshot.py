@@ -10,12 +10,12 @@ of the same decision are applied, so that each rule sees the launches decided be
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tuner.space.spec import SpaceSpec
+from tuner.space.spec import Scalar, SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
@@ -108,6 +108,15 @@ class Snapshot:
             for t in self.trials
             if t.screening == screening and (t.launched or t.waiting or t.running)
         )
+
+    def has_room(self, params: Mapping[str, Scalar], copies: int = 1) -> bool:
+        """Whether ``copies`` more launches of ``params`` (a check: confirm, simplify) fit
+        in the budget of their fidelity: --trials full loads, or screening.max_launches."""
+        screening_spec = self.spec.screening
+        if screening.fidelity(self.spec, attrs.CONFIRM, params) == attrs.SCREEN:
+            assert screening_spec is not None
+            return self.screen_launched + copies <= screening_spec.max_launches
+        return self.full_launched + copies <= self.budget
 
     def search_left(self) -> int:
         """Launches the search has left before the budget's final comparison: of screening
