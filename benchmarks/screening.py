@@ -53,11 +53,13 @@ def main() -> int:
     p.add_argument("--noise", default="0.01,0.02", help="between- and within-launch rel sd")
     p.add_argument("--flat-noise", default="0.01,0.02,0.04", help="flat's cells (screening)")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--modes", default="no,yes", help="without (no) and with (yes) screening")
     args = p.parse_args()
     cells: list[tuple[str, float, bool]] = []
+    modes = [mode == "yes" for mode in args.modes.split(",")]
     for case in filter(None, args.cases.split(",")):
         for noise in map(float, args.noise.split(",")):
-            cells += [(case, noise, False), (case, noise, True)]
+            cells += [(case, noise, screening) for screening in modes]
     for noise in map(float, filter(None, args.flat_noise.split(","))):
         cells.append(("flat", noise, True))
     print(
