@@ -171,7 +171,6 @@ class Options:
     screen_max: int | None = None  # screening.max_launches (default 40)
     full_s: tuple[float, float] = (36 * 60.0, 300.0)  # a full launch: to healthy, the rest
     screen_s: tuple[float, float] = (120.0, 300.0)  # a screening launch's
-    hurts_on_screen: str | None = None  # a param=value whose gain turns to a loss on dummy
     drift: float = 0.0  # launch k runs x (1 - drift x min(k, N) / N); < 0 warms up
     drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
 
@@ -251,12 +250,8 @@ def run_case(
             return 100.0 * truth(tuple(sorted((k, str(v)) for k, v in params.items())))
 
         def screen_speed(params: dict[str, Any]) -> float:
-            # Random weights: the same settings act alike, at a small bias; a setting that
-            # acts through the weights (``hurts_on_screen``) turns its gain into a loss.
-            value = speed(params) * (1 + args.screen_bias)
-            if args.hurts_on_screen and _has(params, args.hurts_on_screen):
-                value *= 0.9 / (speed(params) / speed({**params, **_unset(args.hurts_on_screen)}))
-            return value
+            # Random weights: the same settings act alike, at a small bias.
+            return speed(params) * (1 + args.screen_bias)
 
         storage = f"sqlite:///{tmp}/s.db"
         runner = FakeRunner(
@@ -303,15 +298,6 @@ def run_case(
             )
             / 3600,
         }
-
-
-def _has(params: dict[str, Any], setting: str) -> bool:
-    name, value = setting.split("=", 1)
-    return str(params.get(name)) == value
-
-
-def _unset(setting: str) -> dict[str, str]:
-    return {setting.split("=", 1)[0]: "default"}
 
 
 def _run_one(job: tuple[str, int, Options]) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def check_screening(space: Space, found: Findings) -> None:
     _overlaps(space, screening, found)
     blocked = unscreenable(spec.params)
     screened = [name for name in spec.params if name not in blocked]
-    adds = _adds(screening)
+    adds = screening.adds_text()
     if not spec.params:
         found.add(
             "warning",
@@ -64,13 +64,6 @@ def check_screening(space: Space, found: Findings) -> None:
         )
     for name, why in blocked.items():
         found.add("ok", f"params.{name}", f"not screened ({why}): launched at full fidelity only")
-
-
-def _adds(screening: ScreeningSpec) -> str:
-    """``--load-format dummy`` (and ``NAME=value`` for each env variable)."""
-    parts = [" ".join(screening.args)] if screening.args else []
-    parts += [f"{name}={value}" for name, value in screening.env.items()]
-    return ", ".join(parts)
 
 
 def _overlaps(space: Space, screening: ScreeningSpec, found: Findings) -> None:

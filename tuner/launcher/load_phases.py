@@ -28,6 +28,7 @@ of this gives phases with nothing found, never an error.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import re
@@ -110,14 +111,7 @@ class LoadPhases:
         return max(0.0, self.healthy_s - parts)
 
     def with_healthy(self, healthy_s: float | None) -> LoadPhases:
-        return LoadPhases(
-            self.weights_s,
-            self.compile_s,
-            self.cuda_graphs_s,
-            healthy_s,
-            self.processes,
-            self.compile_cached,
-        )
+        return dataclasses.replace(self, healthy_s=healthy_s)
 
     def to_json(self) -> dict[str, Any]:
         """As stored in ``tuner_launches.load_phases`` (``rest_s`` and ``found`` included)."""

@@ -15,6 +15,7 @@ docs/space-file.md ("screening") and docs/statistics.md ("Screening launches").
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -78,6 +79,13 @@ class ScreeningSpec(StrictModel):
         if isinstance(value, Mapping):
             return {str(k): as_text(v) for k, v in value.items()}
         return value
+
+    def adds_text(self) -> str:
+        """What a screening launch adds: ``--load-format dummy`` (the args as a command line)
+        and ``NAME=value`` for each variable, comma-separated."""
+        parts = [shlex.join(self.args)] if self.args else []
+        parts += [f"{name}={value}" for name, value in self.env.items()]
+        return ", ".join(parts)
 
     @model_validator(mode="after")
     def _adds_something(self) -> ScreeningSpec:

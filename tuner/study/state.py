@@ -123,6 +123,11 @@ def launched(trials: Iterable[TrialView]) -> int:
     return sum(1 for t in trials if t.launched and not t.running)
 
 
+def full_launched(trials: Iterable[TrialView]) -> int:
+    """Full launches run to the end (what --trials counts: every launch without screening)."""
+    return launched(t for t in trials if not t.screening)
+
+
 @dataclass(frozen=True)
 class TrialView:
     """One optuna trial as the decisions see it: its state and tuner's attrs."""

@@ -9,7 +9,6 @@ fidelities and how well screening ranked what full launches measured
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,10 +54,8 @@ def screening_answer(facts: StudyAnalysis) -> ScreeningAnswer | None:
     spec = facts.space.spec
     if spec.screening is None or facts.fidelity is None:
         return None
-    parts = [shlex.join(spec.screening.args)] if spec.screening.args else []
-    parts += [f"{k}={v}" for k, v in spec.screening.env.items()]
     return ScreeningAnswer(
-        adds=" ".join(parts) + " added",
+        adds=f"{spec.screening.adds_text()} added",
         facts=facts.fidelity,
         unscreened=unscreenable(spec.params),
     )

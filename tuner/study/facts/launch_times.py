@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuner.storage import LaunchRow, LaunchStatus
+from tuner.study.attrs import SCREEN
 from tuner.study.facts.load_costs import LoadCosts, load_costs
 
 
@@ -54,8 +55,8 @@ def launch_costs(rows: Sequence[LaunchRow]) -> LaunchCosts:
     )
     return LaunchCosts(
         spent_s=spent,
-        full=launch_times([r for r in rows if (r.fidelity or "full") == "full"]),
-        screen=launch_times([r for r in rows if r.fidelity == "screen"]),
+        full=launch_times([r for r in rows if r.fidelity != SCREEN]),
+        screen=launch_times([r for r in rows if r.fidelity == SCREEN]),
         loads=load_costs(rows),
     )
 

@@ -38,12 +38,11 @@ def fidelity(
     return attrs.SCREEN
 
 
-def full_reserve_refusal(
-    spec: SpaceSpec, role: str, level: str, full_launched: int, budget: int
-) -> str | None:
-    """Why a full search launch is not made: the full launches left are the final
-    comparison's (a proposal of optuna's own sampler, which the policy did not queue)."""
-    if spec.screening is None or level != attrs.FULL or role in (attrs.BASELINE, attrs.FINAL):
+def full_reserve_refusal(spec: SpaceSpec, role: str, full_launched: int, budget: int) -> str | None:
+    """Why a full launch of a screening study (one screening cannot judge) is not made: the
+    full launches left are the final comparison's (a proposal of optuna's own sampler,
+    which the policy did not queue)."""
+    if spec.screening is None or role in (attrs.BASELINE, attrs.FINAL):
         return None
     if budget - full_launched - 2 * spec.stop.final_launches >= 1:
         return None

@@ -22,7 +22,7 @@ from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.limit_data import LimitData
 from tuner.study.policy import probe_narrowing, screening
 from tuner.study.policy.decisions import Launch
-from tuner.study.state import StudyState, TrialView, launched
+from tuner.study.state import StudyState, TrialView, full_launched, launched
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Snapshot:
     @property
     def full_launched(self) -> int:
         """Full launches run to the end: what --trials counts (every launch without screening)."""
-        return launched(t for t in self.trials if not t.screening)
+        return full_launched(self.trials)
 
     @property
     def screen_launched(self) -> int:

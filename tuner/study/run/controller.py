@@ -28,8 +28,8 @@ from tuner.study.policy.snapshot import Snapshot
 from tuner.study.run import queue
 from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
-from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot, trial_views
-from tuner.study.state import StudyState, launched
+from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot
+from tuner.study.state import StudyState
 from tuner.trial.runner import PruneCheck
 
 
@@ -111,10 +111,6 @@ class SweepController:
         self._apply(
             study, StudyState.from_attrs(study.user_attrs), Decision(stop=Stop(reason, detail))
         )
-
-    def full_launched(self, study: optuna.Study) -> int:
-        """Full launches run to the end in all workers (what --trials counts)."""
-        return launched(t for t in trial_views(study) if not t.screening)
 
     # --- internals -------------------------------------------------------------------------
 

@@ -250,7 +250,7 @@ def _run_joined(
             probe=probe,
         )
 
-    if full_launched(study) < n_trials:
+    if state.full_launched(trial_views(study)) < n_trials:
         try:
             study.optimize(
                 objective,
@@ -290,11 +290,6 @@ def _run_joined(
 def launched(study: optuna.Study) -> int:
     """Launches run to the end in all workers, of both fidelities."""
     return state.launched(trial_views(study))
-
-
-def full_launched(study: optuna.Study) -> int:
-    """Full launches run to the end in all workers (what --trials counts)."""
-    return state.launched(t for t in trial_views(study) if not t.screening)
 
 
 def _open_objectives(

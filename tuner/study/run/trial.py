@@ -25,7 +25,9 @@ from tuner.study.facts.objective_values import launch_means
 from tuner.study.policy import screening, steering
 from tuner.study.run import verdicts
 from tuner.study.run.probe import SweepProbe
+from tuner.study.run.reader import trial_views
 from tuner.study.run.workers import worker_id
+from tuner.study.state import full_launched
 from tuner.study.suggest import suggest
 from tuner.trial.runner import Runner
 
@@ -99,11 +101,11 @@ def run_trial(
     trial.set_user_attr(attrs.LAUNCHED, True)
     level = screening.fidelity(spec, role, settings.params, trial.user_attrs.get(attrs.FIDELITY))
     trial.set_user_attr(attrs.FIDELITY, level)
-    reserved = screening.full_reserve_refusal(
-        spec, role, level, controller.full_launched(trial.study), controller.n_trials
-    )
-    if reserved:
-        _not_launched(trial, reserved)
+    if spec.screening is not None and level == attrs.FULL:
+        launched = full_launched(trial_views(trial.study))
+        reserved = screening.full_reserve_refusal(spec, role, launched, controller.n_trials)
+        if reserved:
+            _not_launched(trial, reserved)
     # With screening, a full search launch (a setting screening cannot judge) is not pruned
     # against screening rounds: the bias between the fidelities is not a loss.
     screened_study = spec.screening is not None
