@@ -19,7 +19,7 @@ import optuna
 from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
-from tuner.study.facts.launch_times import LaunchTimes, launch_costs, launch_times
+from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes, launch_costs, launch_times
 from tuner.study.facts.limit_data import LimitData, limit_data
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState, TrialView
@@ -104,5 +104,8 @@ def snapshot(
         launch_times=times,
         limit_data=reader.limit_data(),
         hours=hours,
-        costs=launch_costs(reader.rows),
+        # Read only where a decision uses them: the cost plan (once) and --hours.
+        costs=launch_costs(reader.rows)
+        if hours is not None or not state.plan_said
+        else LaunchCosts(),
     )
