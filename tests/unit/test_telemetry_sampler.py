@@ -140,3 +140,20 @@ def test_marks_split_a_live_run() -> None:
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError):
         GpuSampler(FakeGpuBackend(), interval_s=0)
+
+
+def test_a_signal_during_start_leaves_stop_harmless(monkeypatch: pytest.MonkeyPatch) -> None:
+    # SIGTERM as Terminated (a KeyboardInterrupt) between the thread's creation and its
+    # start: the trial's `finally` stops the sampler, and that stop must not replace the
+    # signal with "cannot join thread before it is started" (CI, stop 29).
+    def interrupted(self: threading.Thread) -> None:
+        raise KeyboardInterrupt
+
+    sampler = GpuSampler(FakeGpuBackend(), interval_s=60.0)
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sampler.start()
+    monkeypatch.undo()
+    samples = sampler.stop()
+    assert len(samples) == 2  # the reading at start (two GPUs) is kept
+    assert not sampler.running

@@ -93,7 +93,13 @@ class PeriodicSampler(Generic[R]):
         thread = self._thread
         if thread is not None:
             self._stop.set()
-            thread.join(timeout=max(5.0, 2 * self.interval_s))
+            try:
+                thread.join(timeout=max(5.0, 2 * self.interval_s))
+            except RuntimeError:
+                # A signal (Ctrl-C, SIGTERM) interrupted start() before the thread had
+                # started. If it starts after all, it sees _stop at its first wait and ends;
+                # raising here would hide the signal behind "cannot join thread".
+                log.debug("%s was stopped before it had started", self.thread_name)
             if thread.is_alive():
                 log.warning("%s did not stop within its timeout", self.thread_name)
             self._thread = None
