@@ -19,13 +19,21 @@ read per token, as from a real server). ``--replay`` instead feeds each client s
 same bytes in one process, without sockets: the user-space work per token alone, stable
 even on a busy or virtualised machine.
 
-Then an accuracy run against a paced server whose truth it records (50 ms to the first
-token, then 20 ms per token, 256 streams): held streams, median TTFT and mean ITL as the
-client saw them versus as the server wrote them.
+tuner runs with 1, 2 and 4 client processes (``--workers``) in the flood runs, and its
+tok/s with each is printed as a ratio to one process; where the machine has fewer cores
+than the processes and the server need, it says that these cannot show the scaling.
+
+Then an accuracy run against a paced server (50 ms to the first token, then 20 ms per
+token, 256 streams): tuner and a plain aiohttp loop take turns, ``--repeat`` passes each,
+each against a fresh record of the server's (``POST /truth/reset``). The truth is what
+the server recorded at its writes (request read to first token written; between token
+writes), not the pacing it was asked for, which a slow machine does not keep. For each
+client: streams held, median TTFT and mean ITL as ratios to the truth, and whether
+tuner flagged the pass client-limited (its own verdict; aiohttp has none).
 
     python benchmarks/client_capacity.py                      # the whole report
     python benchmarks/client_capacity.py --streams 64 --transports tuner aiohttp --repeat 5
-    python benchmarks/client_capacity.py --workers 1 2 4      # tuner with N processes
+    python benchmarks/client_capacity.py --modes flood --transports tuner --no-accuracy
     python benchmarks/client_capacity.py --workers 1 2 --client-cores all  # on 2 cores
     python benchmarks/client_capacity.py serve --port 8000 --first-ms 50 --interval-ms 20
 
@@ -419,7 +427,16 @@ def _completions_body(tokens: int, index: int) -> bytes:
     return json.dumps(body).encode()
 
 
-async def _plain_aiohttp(url: str, streams: int, tokens: int, json_per_event: bool) -> dict:
+async def _plain_aiohttp(
+    url: str, streams: int, tokens: int, json_per_event: bool, reset_truth: bool = False
+) -> dict:
+    """A plain aiohttp loop; times each stream as ``vllm bench serve`` does.
+
+    TTFT from just before ``session.post`` to the read that brought the first token, ITL
+    between the reads that brought tokens, every read stamped with ``perf_counter`` when
+    its coroutine runs. ``reset_truth``: ``POST /truth/reset`` after the warm pass, so
+    that the server's record holds the measured streams only.
+    """
     import aiohttp
 
     from tuner.bench.sse import CONTENT, PARSE, REASONING, SseParser, classify, parse_event
@@ -427,33 +444,63 @@ async def _plain_aiohttp(url: str, streams: int, tokens: int, json_per_event: bo
     connector = aiohttp.TCPConnector(limit=streams, limit_per_host=streams)
     timeout = aiohttp.ClientTimeout(total=600)
     received = 0
+    in_flight = peak = 0
+    ttft_s: list[float] = []
+    itl_mean_s: list[float] = []
 
     async def one(session: aiohttp.ClientSession, index: int, max_tokens: int) -> None:
-        nonlocal received
+        nonlocal received, in_flight, peak
         headers = {"content-type": "application/json"}
+        start = time.perf_counter()
+        first = last = 0.0
+        count = 0
         async with session.post(
             url, data=_completions_body(max_tokens, index), headers=headers
         ) as response:
+            in_flight += 1
+            peak = max(peak, in_flight)
             parser = SseParser()
             async for data in response.content.iter_any():
-                time.perf_counter()  # every client timestamps each read
+                now = time.perf_counter()  # every client timestamps each read
                 for payload in parser.feed(data):
                     if json_per_event:
-                        if payload != b"[DONE]" and json.loads(payload).get("choices"):
-                            received += 1
-                        continue
-                    kind = classify(payload)
-                    if kind == PARSE:
-                        kind = parse_event(payload).kind
-                    if kind in (CONTENT, REASONING):
-                        received += 1
+                        if payload == b"[DONE]" or not json.loads(payload).get("choices"):
+                            continue
+                    else:
+                        kind = classify(payload)
+                        if kind == PARSE:
+                            kind = parse_event(payload).kind
+                        if kind not in (CONTENT, REASONING):
+                            continue
+                    count += 1
+                    if count == 1:
+                        first = now
+                    last = now
+            in_flight -= 1
+        received += count
+        if count:
+            ttft_s.append(first - start)
+        if count > 1:
+            itl_mean_s.append((last - first) / (count - 1))
 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         await asyncio.gather(*(one(session, i, 1) for i in range(streams)))
-        received = 0
+        if reset_truth:
+            async with session.post(url.rsplit("/v1/", 1)[0] + "/truth/reset") as response:
+                await response.read()
+        received = peak = 0
+        ttft_s.clear()
+        itl_mean_s.clear()
         cpu0, t0 = _cpu_s(), time.perf_counter()
         await asyncio.gather(*(one(session, i, tokens) for i in range(streams)))
-        return {"cpu_s": _cpu_s() - cpu0, "wall_s": time.perf_counter() - t0, "tokens": received}
+        return {
+            "cpu_s": _cpu_s() - cpu0,
+            "wall_s": time.perf_counter() - t0,
+            "tokens": received,
+            "peak_in_flight": peak,
+            "ttft_ms_p50": _median_ms(ttft_s),
+            "itl_ms_mean": _mean_ms(itl_mean_s),
+        }
 
 
 async def _plain_httpx(url: str, streams: int, tokens: int) -> dict:
@@ -570,10 +617,11 @@ def client_main(args: argparse.Namespace) -> None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     if args.transport == "tuner":
         out = _tuner(base, args.streams, args.tokens, args.workers)
-    elif args.transport == "aiohttp":
-        out = asyncio.run(_plain_aiohttp(url, args.streams, args.tokens, False))
-    elif args.transport == "aiohttp-json":
-        out = asyncio.run(_plain_aiohttp(url, args.streams, args.tokens, True))
+    elif args.transport in ("aiohttp", "aiohttp-json"):
+        json_per_event = args.transport == "aiohttp-json"
+        out = asyncio.run(
+            _plain_aiohttp(url, args.streams, args.tokens, json_per_event, args.reset_truth)
+        )
     elif args.transport == "httpx":
         out = asyncio.run(_plain_httpx(url, args.streams, args.tokens))
     elif args.transport == "floor":
@@ -823,6 +871,7 @@ def _run_client(
     cpus: list[int] | None,
     timeout_s: float,
     loop: str = "asyncio",
+    reset_truth: bool = False,
 ) -> dict:
     argv = [
         sys.executable,
@@ -843,10 +892,53 @@ def _run_client(
     ]
     if cpus:
         argv += ["--cpus", *map(str, cpus)]
+    if reset_truth:
+        argv.append("--reset-truth")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
         raise SystemExit(f"client {transport} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _cores() -> list[int]:
+    """The cores this process may run on (empty where the OS does not say)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def too_few_cores(cores: int, workers: int) -> str | None:
+    """Why ``workers`` client processes cannot show scaling here, or None if they can.
+
+    Each client process needs a core of its own and the server one more; with fewer,
+    the processes share cores and their throughput says nothing about scaling.
+    """
+    needed = workers + 1
+    if workers <= 1 or cores >= needed:
+        return None
+    return (
+        f"this machine has {cores} cores: {workers} workers cannot show scaling "
+        f"({workers} client processes and the server need {needed})"
+    )
+
+
+def scaling_lines(rows: list[dict], cores: int) -> list[str]:
+    """tuner's flood tok/s by client processes, each as a ratio to the fewest measured."""
+    lines = []
+    by_streams: dict[int, dict[int, float]] = {}
+    for row in rows:
+        if row["mode"] == "flood" and row["transport"] == "tuner":
+            by_streams.setdefault(row["streams"], {})[row["workers"]] = row["tokens_per_s"]
+    for streams, by_workers in sorted(by_streams.items()):
+        if len(by_workers) < 2:
+            continue
+        counts = sorted(by_workers)
+        base = by_workers[counts[0]]
+        parts = [f"x{counts[0]} {base:.0f} tok/s"]
+        parts += [f"x{w} {by_workers[w]:.0f} ({by_workers[w] / base:.2f}x)" for w in counts[1:]]
+        lines.append(f"scaling, flood {streams} streams, tuner: " + ", ".join(parts))
+    if lines:
+        counts = sorted({w for by_workers in by_streams.values() for w in by_workers})
+        lines += [note for w in counts if (note := too_few_cores(cores, w))]
+    return lines
 
 
 def _placement(workers: int, share: bool = False) -> tuple[int | None, list[int] | None]:
@@ -856,7 +948,7 @@ def _placement(workers: int, share: bool = False) -> tuple[int | None, list[int]
     machine with few cores can still run as many client processes as it has cores; the
     server then takes part of one client's core, and the figures say so.
     """
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = _cores()
     if len(cores) < 2:
         return None, None
     usable = cores if share else cores[:-1]
@@ -866,9 +958,13 @@ def _placement(workers: int, share: bool = False) -> tuple[int | None, list[int]
 def capacity(args: argparse.Namespace) -> list[dict]:
     """Each transport at each stream count, flood and paced; transports take turns."""
     rows = []
-    plans = [(t, 1) for t in args.transports if t != "tuner"]
-    if "tuner" in args.transports:
-        plans = [("tuner", w) for w in args.workers] + plans
+    others = [(t, 1) for t in args.transports if t != "tuner"]
+    counts = sorted(set(args.workers))
+    cores = len(_cores()) or os.cpu_count() or 1
+    if "tuner" in args.transports and "flood" in args.modes:
+        for workers in counts:
+            if note := too_few_cores(cores, workers):
+                print(f"note: {note}", flush=True)
     native = flood_server_binary() if args.server in ("auto", "c") else None
     if args.server == "c" and native is None:
         raise SystemExit("--server c: no C compiler could build benchmarks/flood_server.c")
@@ -876,6 +972,10 @@ def capacity(args: argparse.Namespace) -> list[dict]:
         interval = 0.0 if mode == "flood" else args.pace_ms
         server_kind = "c" if native is not None and mode == "flood" else "python"
         print(f"{mode}: {server_kind} server", flush=True)
+        # Client processes raise the client's ceiling, which only the flood runs reach;
+        # a paced run's rate is the server's.
+        tuner_plans = [("tuner", w) for w in (counts if mode == "flood" else counts[:1])]
+        plans = (tuner_plans if "tuner" in args.transports else []) + others
         for streams in args.streams:
             runs: dict[tuple[str, int], list[dict]] = {plan: [] for plan in plans}
             server_cpu, _ = _placement(1)
@@ -906,6 +1006,8 @@ def capacity(args: argparse.Namespace) -> list[dict]:
                         "client_cores": args.client_cores,
                     }
                 )
+    for line in scaling_lines(rows, cores):
+        print(line, flush=True)
     return rows
 
 
@@ -935,49 +1037,125 @@ def _row(mode: str, streams: int, transport: str, workers: int, runs: list[dict]
     return row
 
 
-def accuracy(args: argparse.Namespace) -> dict:
-    server_cpu, client_cpus = _placement(1)
-    with ServerProcess(args.first_ms, args.interval_ms, server_cpu) as server:
-        server.post("/truth/reset")
-        run = _run_client(
-            server.port,
-            "tuner",
-            args.accuracy_streams,
-            args.tokens,
-            1,
-            client_cpus,
-            args.timeout,
-            args.loop,
-        )
-        truth = server.get("/truth")
-    ttft_err = run["ttft_ms_p50"] / truth["ttft_ms_p50"] - 1
-    itl_err = run["itl_ms_mean"] / truth["itl_ms_mean"] - 1
-    out = {
-        "streams": args.accuracy_streams,
+ACCURACY_TRANSPORTS = ("tuner", "aiohttp")
+
+
+def accuracy_figures(transport: str, run: dict, truth: dict) -> dict:
+    """One client's pass against the server's own record of the same pass.
+
+    ``truth`` is the server's ``GET /truth``: TTFT from its request's arrival to its
+    first token's write, ITL between its token writes, as it recorded them (not the
+    pacing it was asked for: a slow machine writes late). The ratios are the client's
+    figure over the truth's; 1.0 is exact. ``client_limited`` is tuner's own verdict
+    (its event-loop lag and CPU), None for a client that has none.
+    """
+    return {
+        "transport": transport,
         "held": run["peak_in_flight"],
         "server_peak_open": truth["peak_open_streams"],
+        "truth_streams": truth["streams"],
         "ttft_ms_p50": run["ttft_ms_p50"],
         "truth_ttft_ms_p50": truth["ttft_ms_p50"],
-        "ttft_error": ttft_err,
+        "ttft_ratio": run["ttft_ms_p50"] / truth["ttft_ms_p50"],
         "itl_ms_mean": run["itl_ms_mean"],
         "truth_itl_ms_mean": truth["itl_ms_mean"],
-        "itl_error": itl_err,
-        "lag_ms_p99": run["lag_ms_p99"],
-        "client_limited": run["client_limited"],
+        "itl_ratio": run["itl_ms_mean"] / truth["itl_ms_mean"],
+        "client_limited": run.get("client_limited"),
+        "lag_ms_p99": run.get("lag_ms_p99"),
         "client_us_per_token": run["cpu_s"] / run["tokens"] * 1e6,
         "server_us_per_token": truth["server_cpu_s"] / truth["tokens"] * 1e6,
     }
+
+
+def accuracy_summary(runs: list[dict]) -> dict:
+    """One client's passes: the median of each figure, and how often tuner flagged one."""
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    flags = [r["client_limited"] for r in runs if r["client_limited"] is not None]
+    return {
+        "transport": runs[0]["transport"],
+        "runs": len(runs),
+        "held": min(r["held"] for r in runs),
+        **{
+            key: median(key)
+            for key in (
+                "ttft_ms_p50",
+                "truth_ttft_ms_p50",
+                "ttft_ratio",
+                "itl_ms_mean",
+                "truth_itl_ms_mean",
+                "itl_ratio",
+                "client_us_per_token",
+            )
+        },
+        "client_limited_runs": sum(flags) if flags else None,
+    }
+
+
+def accuracy(args: argparse.Namespace) -> dict:
+    """tuner and plain aiohttp, taking turns, against one paced server's own record."""
+    server_cpu, client_cpus = _placement(1)
+    runs: dict[str, list[dict]] = {t: [] for t in ACCURACY_TRANSPORTS}
     print(
-        f"accuracy, {out['streams']} streams paced {args.first_ms:g} ms + "
-        f"{args.interval_ms:g} ms/token: held {out['held']} (server saw "
-        f"{out['server_peak_open']}); TTFT p50 {out['ttft_ms_p50']:.2f} ms vs truth "
-        f"{out['truth_ttft_ms_p50']:.2f} ({ttft_err:+.2%}); ITL mean "
-        f"{out['itl_ms_mean']:.3f} ms vs truth {out['truth_itl_ms_mean']:.3f} "
-        f"({itl_err:+.2%}); loop lag p99 {out['lag_ms_p99']:.2f} ms; client "
-        f"{out['client_us_per_token']:.1f} us/token, server {out['server_us_per_token']:.1f}",
+        f"accuracy, {args.accuracy_streams} streams paced {args.first_ms:g} ms + "
+        f"{args.interval_ms:g} ms/token, {args.tokens} tokens, {args.repeat} "
+        f"run{'s' if args.repeat != 1 else ''} a client; "
+        "truth: what the server recorded at its writes",
         flush=True,
     )
-    return out
+    with ServerProcess(args.first_ms, args.interval_ms, server_cpu) as server:
+        for _ in range(args.repeat):
+            for transport in ACCURACY_TRANSPORTS:
+                server.post("/truth/reset")
+                run = _run_client(
+                    server.port,
+                    transport,
+                    args.accuracy_streams,
+                    args.tokens,
+                    1,
+                    client_cpus,
+                    args.timeout,
+                    args.loop,
+                    reset_truth=transport != "tuner",
+                )
+                one = accuracy_figures(transport, run, server.get("/truth"))
+                runs[transport].append(one)
+                flag = ""
+                if one["client_limited"] is not None:
+                    flag = (
+                        f"; lag p99 {one['lag_ms_p99']:.1f} ms, "
+                        f"{'client-limited' if one['client_limited'] else 'not client-limited'}"
+                    )
+                print(
+                    f"  {transport:>7}: held {one['held']} (server saw "
+                    f"{one['server_peak_open']}); TTFT p50 {one['ttft_ms_p50']:.2f} ms vs "
+                    f"truth {one['truth_ttft_ms_p50']:.2f} ({one['ttft_ratio']:.3f}x); ITL "
+                    f"mean {one['itl_ms_mean']:.3f} ms vs truth {one['truth_itl_ms_mean']:.3f} "
+                    f"({one['itl_ratio']:.4f}x); client {one['client_us_per_token']:.1f} "
+                    f"us/token, server {one['server_us_per_token']:.1f}{flag}",
+                    flush=True,
+                )
+    summary = {t: accuracy_summary(r) for t, r in runs.items()}
+    for transport, row in summary.items():
+        flagged = ""
+        if row["client_limited_runs"] is not None:
+            flagged = f"; flagged client-limited in {row['client_limited_runs']} of {row['runs']}"
+        print(
+            f"accuracy, {transport:>7}, median of {row['runs']}: held {row['held']}; TTFT p50 "
+            f"{row['ttft_ratio']:.2f}x the truth ({row['ttft_ms_p50']:.1f} vs "
+            f"{row['truth_ttft_ms_p50']:.1f} ms); ITL mean {row['itl_ratio']:.4f}x "
+            f"({row['itl_ms_mean']:.3f} vs {row['truth_itl_ms_mean']:.3f} ms){flagged}",
+            flush=True,
+        )
+    return {
+        "streams": args.accuracy_streams,
+        "first_ms": args.first_ms,
+        "interval_ms": args.interval_ms,
+        "runs": [r for t in ACCURACY_TRANSPORTS for r in runs[t]],
+        "summary": summary,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1006,8 +1184,10 @@ def main(argv: list[str] | None = None) -> None:
         "--workers",
         type=int,
         nargs="+",
-        default=[1],
-        help="client processes for the tuner transport",
+        default=[1, 2, 4],
+        help="client processes for the tuner transport in the flood runs (the paced "
+        "runs use the fewest); each count's tok/s is printed as a ratio to the fewest, "
+        "with a note where the machine has too few cores to show it",
     )
     parser.add_argument(
         "--client-cores",
@@ -1017,7 +1197,9 @@ def main(argv: list[str] | None = None) -> None:
         "clean measurement); all: the server's core too, so N client "
         "processes can run on an N-core machine (the server then shares)",
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per figure (median), accuracy runs too"
+    )
     parser.add_argument("--accuracy-streams", type=int, default=256)
     parser.add_argument("--first-ms", type=float, default=50.0)
     parser.add_argument("--interval-ms", type=float, default=20.0)
@@ -1050,6 +1232,11 @@ def main(argv: list[str] | None = None) -> None:
     client_p.add_argument("--workers", type=int, default=1)
     client_p.add_argument("--cpus", type=int, nargs="*")
     client_p.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    client_p.add_argument(
+        "--reset-truth",
+        action="store_true",
+        help="aiohttp: POST /truth/reset after the warm pass (the accuracy run)",
+    )
     args = parser.parse_args(argv)
 
     if args.command == "serve":
@@ -1063,7 +1250,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "client":
         client_main(args)
         return
-    report: dict = {"cores": os.cpu_count(), "python": sys.version.split()[0]}
+    report: dict = {
+        "cores": os.cpu_count(),
+        "usable_cores": len(_cores()) or None,
+        "python": sys.version.split()[0],
+    }
     if args.replay:
         report["replay"] = replay(args)
         args.no_capacity = args.no_accuracy = True

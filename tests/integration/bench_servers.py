@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import httpx
 
 CAPACITY_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
+
+
+def capacity_module() -> types.ModuleType:
+    """benchmarks/client_capacity.py, imported (it is a script, not a package module)."""
+    spec = importlib.util.spec_from_file_location("client_capacity", CAPACITY_SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["client_capacity"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 class StreamingServer:

@@ -7,15 +7,13 @@ nothing. Skipped where no C compiler is installed.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.integration.bench_servers import CAPACITY_SCRIPT, StreamingServer
+from tests.integration.bench_servers import StreamingServer, capacity_module
 from tuner.bench import LoadSpec, measure_level
 from tuner.bench.summary import summarize
 
@@ -29,18 +27,9 @@ pytestmark = [
 ]
 
 
-def _capacity_module():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("client_capacity", CAPACITY_SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["client_capacity"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def flood_url() -> Iterator[str]:
-    binary = _capacity_module().flood_server_binary()
+    binary = capacity_module().flood_server_binary()
     assert binary is not None and binary.exists()
     server = StreamingServer([str(binary), "0"])
     try:
