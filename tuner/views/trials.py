@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tuner.errors import StoreError
@@ -112,7 +113,10 @@ def print_trials(storage: str, study: str, console: Console) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         changed = " ".join(f"{k}={v}" for k, v in r.changed.items()) or "(defaults)"
-        detail = changed if r.state == "complete" else f"{changed}  [red]{r.reason or ''}[/]"
+        # Escaped: a reason quotes the server's log, whose "[...]" rich would take for markup.
+        detail = escape(changed)
+        if r.state != "complete":
+            detail += f"  [red]{escape(r.reason or '')}[/]"
         table.add_row(
             str(r.number),
             r.state,
@@ -173,7 +177,7 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
     launch = detail.launch
     console.print(
         f"[bold]Trial {number}[/] ({launch.role}) status {launch.status}"
-        + (f": {launch.reason}" if launch.reason else "")
+        + (f": {escape(launch.reason)}" if launch.reason else "")
     )
     console.print(f"command: {shlex.join(launch.argv)}", highlight=False, soft_wrap=True)
     console.print(
