@@ -206,3 +206,26 @@ def test_matching_lines_reads_only_the_lines_that_matter(tmp_path: Path) -> None
     assert phases.found == ("weights", "compile", "cuda_graphs")
     assert matching_lines(log, NEEDLES, max_bytes=1024) == []  # the cap: noise only
     assert matching_lines(tmp_path / "missing.log", NEEDLES) == []
+
+
+def test_the_kv_cache_size_is_read_beside_the_phases() -> None:
+    v1 = (
+        "(EngineCore_DP0 pid=26283) INFO 11-06 10:51:48 [kv_cache_utils.py:1229] GPU KV cache "
+        "size: 75,840 tokens"
+    )
+    phases = load_phases([v1, v1.replace("75,840", "80,000")])
+    assert phases.kv_cache_tokens == 75840 and phases.found == () and phases.said_anything
+    assert phases.processes == 0  # the KV cache is no phase
+    v0 = (
+        "INFO 08-19 07:51:08 distributed_gpu_executor.py:56] # GPU blocks: 22982, "
+        "# CPU blocks: 6241"
+    )
+    v0_8 = "INFO 03-21 20:15:46 [executor_base.py:111] # cuda blocks: 7191, # CPU blocks: 512"
+    assert load_phases([v0]).kv_cache_blocks == 22982
+    assert load_phases([v0_8]).kv_cache_blocks == 7191
+    stored = load_phases([v1, v0]).to_json()
+    assert (stored["kv_cache_tokens"], stored["kv_cache_blocks"]) == (75840, 22982)
+    back = LoadPhases.from_json(stored)
+    assert back is not None and back.kv_cache_tokens == 75840
+    assert LoadPhases.from_json({"kv_cache_tokens": "many"}) == LoadPhases()
+    assert not load_phases(["nothing"]).said_anything

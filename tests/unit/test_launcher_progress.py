@@ -75,6 +75,34 @@ def test_clean_line_is_bounded() -> None:
     assert len(clean_line("x" * 10_000)) == 300
 
 
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        # vLLM before 0.8: the file without its opening bracket
+        (
+            "(VllmWorkerProcess pid=9) INFO 08-17 23:29:21 model_runner.py:266] Loading model "
+            "weights took 1.5874 GB",
+            "Loading model weights took 1.5874 GB",
+        ),
+        # Ray's prefix with the worker's address, and its deduplication suffix
+        (
+            "(RayWorkerWrapper pid=2, ip=10.0.0.2) INFO 10-08 13:12:26 [gpu_model_runner.py:2007] "
+            "Model loading took 7.3272 GiB and 10.485893 seconds [repeated 4x across cluster]",
+            "Model loading took 7.3272 GiB and 10.485893 seconds",
+        ),
+        # uvicorn's own level prefix
+        ("INFO:     Application startup complete.", "Application startup complete."),
+        # NCCL's host:pid:tid [device] prefix (NCCL_DEBUG=INFO)
+        (
+            "udc-an26-1:652693:652693 [0] NCCL INFO Bootstrap : Using ib4:10.155.48.47<0>",
+            "NCCL INFO Bootstrap : Using ib4:10.155.48.47<0>",
+        ),
+    ],
+)
+def test_clean_line_knows_each_prefix(raw: str, clean: str) -> None:
+    assert clean_line(raw) == clean
+
+
 def test_split_lines_breaks_on_carriage_returns() -> None:
     assert split_lines("a\r b\n\nc\r\n") == ["a", " b", "c"]
 
@@ -111,6 +139,49 @@ def test_error_line_takes_a_wrapper_when_it_is_all_there_is() -> None:
 def test_error_line_dotted_exception() -> None:
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"
     assert error_line(f"loading\n[rank0]: {oom}\nbye\n") == oom
+
+
+def test_error_line_skips_frames_and_takes_a_telling_line_over_a_wrapper() -> None:
+    # A C++ abort names the failure; the executor's "died" and V1's wrapper only follow it.
+    tail = (
+        "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'\n"
+        "(EngineCore pid=3) ERROR 09-10 09:37:41 [multiproc_executor.py:314] Worker proc "
+        "VllmWorker-0 died unexpectedly (exit code: None), shutting down executor.\n"
+        "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n"
+    )
+    assert error_line(tail) == (
+        "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"
+    )
+    # A tail that ends inside a traceback: the frames are never the reason.
+    frames = (
+        "(EngineCore_DP0 pid=1) ERROR 11-05 12:19:32 [core.py:708] EngineCore failed to start.\n"
+        "(EngineCore_DP0 pid=1) ERROR 11-05 12:19:32 [core.py:708] Traceback (most recent call "
+        "last):\n"
+        '(EngineCore_DP0 pid=1) ERROR 11-05 12:19:32 [core.py:708]   File "linear.py", line 2\n'
+        "(EngineCore_DP0 pid=1) ERROR 11-05 12:19:32 [core.py:708]     weight = torch.empty(\n"
+    )
+    assert error_line(frames) == "EngineCore failed to start."
+    # An INFO line that mentions memory is advice, not the failure.
+    advice = "INFO 08-19 07:51:12 model_runner.py:1028] If you are running out of memory, ...\n"
+    assert error_line(advice + "ERROR 08-19 07:51:13 x.py:1] worker gone\n") == "worker gone"
+
+
+def test_error_line_adds_pydantics_reason() -> None:
+    # The message as vLLM's PR 52535 quotes it, in pydantic's layout of issue 26161 (the
+    # fixture gpu_0.10.2_tp1_config_validation_issue26161.txt).
+    tail = (
+        "(APIServer pid=7) pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+        "VllmConfig\n"
+        "(APIServer pid=7)   Value error, Total number of attention heads (64) must be divisible "
+        "by tensor parallel size (3). [type=value_error, input_value=ArgsKwargs((), {}), "
+        "input_type=ArgsKwargs]\n"
+        "(APIServer pid=7)     For further information visit https://errors.pydantic.dev/2.12/v\n"
+    )
+    assert error_line(tail) == (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig: "
+        "Value error, Total number of attention heads (64) must be divisible by tensor "
+        "parallel size (3)."
+    )
 
 
 def test_error_line_without_an_exception() -> None:

@@ -18,6 +18,11 @@ phases of a load", lists them per version and what is not seen):
 - the rest: the seconds to healthy less the phases found (imports, processes starting,
   memory profiling, the KV cache, the API server).
 
+Beside the phases, the size of the KV cache the load left: ``GPU KV cache size: 75,840 tokens``
+(V1; the engine core prints it once per engine) or, from V0, ``# GPU blocks: 22982, # CPU
+blocks: 6241`` (``# cuda blocks: 7191`` in 0.8's V0); the smallest one printed, since a request
+must fit one engine's cache.
+
 Each process (the ``pid=`` of its prefix: a TP rank, the engine core; none for V0's first
 rank) adds up its own lines of a phase (a drafter compiled after the backbone); a phase
 counts once, at its slowest process, since the ranks load side by side. A line is found
@@ -48,7 +53,16 @@ PHASE_LABELS: Final = {
     "rest": "the rest",
 }
 
-NEEDLES: Final = ("took", "takes", "finished in", "transform time", "Warming up")
+NEEDLES: Final = (
+    "took",
+    "takes",
+    "finished in",
+    "transform time",
+    "Warming up",
+    "KV cache size",
+    "GPU blocks",
+    "cuda blocks",
+)
 """Every line the parser reads contains one of these: a reader may keep only those lines."""
 
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -70,6 +84,8 @@ _COMPILE_CACHED = re.compile(r"Directly load (?:the compiled graph|AOT compilati
 _CPU_WARMUP_START = re.compile(r"Warming up model for the compilation")
 _CPU_WARMUP_END = re.compile(r"Warming up done")
 _GRAPHS = re.compile(rf"Graph capturing finished in {_NUM} ?(?:secs?|s)\b")
+_KV_TOKENS = re.compile(r"GPU KV cache size: (\d[\d,]*) tokens")
+_KV_BLOCKS = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
 # The process of a line: the last "pid=N" (Ray adds ", ip=...") before its message.
 _PID = re.compile(r"\bpid=(\d+)(?:,\s*ip=([^\s)]+))?")
 # vLLM's "INFO 11-29 11:10:00 [file.py:12]": month-day hours:minutes:seconds.
@@ -89,6 +105,10 @@ class LoadPhases:
     """Processes that reported a phase (the TP ranks, or the engine core)."""
     compile_cached: bool = False
     """torch.compile loaded its graphs from vLLM's cache (a warm cache: compile is cheap)."""
+    kv_cache_tokens: int | None = None
+    """Tokens the KV cache holds, as V1 prints it (None: the log did not say)."""
+    kv_cache_blocks: int | None = None
+    """Blocks of the KV cache, as V0 prints it (tokens: times the block size, 16 by default)."""
 
     def seconds(self, phase: str) -> float | None:
         """The seconds of ``phase`` (one of PHASES, or "rest")."""
@@ -101,6 +121,13 @@ class LoadPhases:
     def found(self) -> tuple[str, ...]:
         """The phases the log said, in PHASES' order."""
         return tuple(p for p in PHASES if self.seconds(p) is not None)
+
+    @property
+    def said_anything(self) -> bool:
+        """A phase or the KV cache's size: something worth storing."""
+        return (
+            bool(self.found) or self.kv_cache_tokens is not None or self.kv_cache_blocks is not None
+        )
 
     @property
     def rest_s(self) -> float | None:
@@ -124,6 +151,8 @@ class LoadPhases:
             "found": list(self.found),
             "processes": self.processes,
             "compile_cached": self.compile_cached,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "kv_cache_blocks": self.kv_cache_blocks,
         }
 
     @classmethod
@@ -138,6 +167,8 @@ class LoadPhases:
             healthy_s=_number(data.get("healthy_s")),
             processes=int(_number(data.get("processes")) or 0),
             compile_cached=bool(data.get("compile_cached")),
+            kv_cache_tokens=_count(data.get("kv_cache_tokens")),
+            kv_cache_blocks=_count(data.get("kv_cache_blocks")),
         )
 
 
@@ -149,6 +180,11 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None and number >= 0 else None
 
 
 @dataclass
@@ -194,11 +230,17 @@ class _Process:
 def load_phases(lines: Iterable[str], *, healthy_s: float | None = None) -> LoadPhases:
     """The phases of the load that ``lines`` (a server log's, in order) describe."""
     processes: dict[str, _Process] = {}
+    kv_tokens: list[int] = []
+    kv_blocks: list[int] = []
     for raw in lines:
         if not any(needle in raw for needle in NEEDLES):
             continue
         text = _ANSI.sub("", raw)
         _read_line(text, processes)
+        if (tokens := _KV_TOKENS.search(text)) is not None:
+            kv_tokens.append(int(tokens[1].replace(",", "")))
+        if (blocks := _KV_BLOCKS.search(text)) is not None:
+            kv_blocks.append(int(blocks[1]))
     said = [p for p in processes.values() if p.said_any()]
     return LoadPhases(
         weights_s=_slowest(p.weights() for p in said),
@@ -207,6 +249,8 @@ def load_phases(lines: Iterable[str], *, healthy_s: float | None = None) -> Load
         healthy_s=healthy_s,
         processes=len(said),
         compile_cached=any(p.cached for p in processes.values()),
+        kv_cache_tokens=min(kv_tokens, default=None),
+        kv_cache_blocks=min(kv_blocks, default=None),
     )
 
 

@@ -17,13 +17,25 @@ MAX_LINE = 300
 """Characters kept of a progress or reason line (the log file keeps everything)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
-# "(EngineCore_DP0 pid=123) ", "(VllmWorker TP0 pid=9) ", "[rank0]: "
-_PROC_PREFIX = re.compile(r"^(?:\([^()]*\bpid=\d+\)\s*|\[rank\d+\]:\s*)+")
-# "INFO 11-29 11:10:00 [loader.py:12] " (vLLM) and "INFO 2025-11-29 11:10:00,123 " styles
+# "(EngineCore_DP0 pid=123) ", "(VllmWorker TP0 pid=9) ", Ray's "(RayWorkerWrapper pid=2,
+# ip=10.0.0.2) ", "[rank0]: ". One space after each is the prefix's: a traceback's indentation
+# after it is the message's (it tells a frame from the exception line).
+_PROC_PREFIX = re.compile(r"^(?:\([^()]*\bpid=\d+(?:,\s*ip=[^()\s]+)?\) ?|\[rank\d+\]: ?)+")
+# "INFO 11-29 11:10:00 [loader.py:12] " (vLLM 0.8 on), "INFO 08-23 08:25:25 worker.py:132] "
+# (vLLM before 0.8: the file without its opening bracket) and "INFO 2025-11-29 11:10:00,123 ".
 _LOG_PREFIX = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s+"
-    r"(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+(?:\[[^\]]*\]\s*)?"
+    r"(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\s+"
+    r"(?:\[[^\]]*\] ?|[\w.-]+\.py:\d+\] ?)?"
 )
+# uvicorn's own lines, which vLLM's API server prints as they are: "INFO:     Started server
+# process [593]", "ERROR:    [Errno 98] error while attempting to bind on address ...".
+_UVICORN_PREFIX = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
+# NCCL's own lines with NCCL_DEBUG set, "host:pid:tid [cuda device] NCCL INFO ...": NCCL stays.
+_NCCL_PREFIX = re.compile(r"^[\w.-]+:\d+:\d+ \[\d+\] (?=NCCL )")
+# Ray's deduplication of a line that several workers printed: it says nothing of the line.
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+_ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 _PERCENT = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d+)?)%")
 _COUNT = re.compile(r"(?<![\w/.])(\d+)/(\d+)(?![\w/])")
 _COUNT_THEN_TIMES = re.compile(r"(?<![\w/.])\d+/\d+\s*\[")
@@ -39,9 +51,27 @@ _EXCEPTION = re.compile(
 _WRAPPER = re.compile(
     r"see root cause above|initialization failed|engine process failed|"
     r"^(?:SystemExit|KeyboardInterrupt|\w*CancelledError)\b|"
-    r"worker\w* (?:died|failed|exited)|subprocess\.CalledProcessError",
+    r"worker\w* (?:died|failed|exited)|subprocess\.CalledProcessError|"
+    # V1's "EngineCore failed to start." and "Worker proc VllmWorker-0 died unexpectedly (exit
+    # code: None), shutting down executor.": that something failed, not why
+    r"\bfailed to start\b|\bdied unexpectedly\b",
     re.IGNORECASE,
 )
+# A line that names the failure itself even when it is no Python exception: a CUDA or NCCL error
+# from C++ ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'"),
+# an allocation that failed inside a log line ("Failed to create unquantized linear weights: CUDA
+# out of memory. ..."), NCCL's "NCCL WARN", a port taken.
+_TELLING = re.compile(
+    r"out of memory|\bOutOfMemory|\bcuda error\b|\bnccl (?:warn|error)\b|illegal memory access|"
+    r"address already in use|\bEADDRINUSE\b|\bnot divisible\b|must be divisible|"
+    r"segmentation fault|core dumped",
+    re.IGNORECASE,
+)
+# pydantic's config errors (vLLM 0.10 on: ModelConfig, VllmConfig...) say why on the next line:
+# "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig" then
+# "  Value error, Expecting value: line 1 column 1 (char 0) [type=value_error, input_value=...]".
+_VALIDATION = re.compile(r"ValidationError: \d+ validation errors? for \w+$")
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=.*$")
 _TROUBLE = re.compile(
     r"\b(?:error|failed|failure|fatal|out of memory|oom|cannot|could not|not divisible|"
     r"refused|abort(?:ed)?|segmentation fault|core dumped)\b",
@@ -70,12 +100,43 @@ class LoadProgress:
         return head.strip().rstrip(":|").strip() or self.line
 
 
+@dataclass(frozen=True)
+class _Line:
+    """One log line taken apart: its level (None: no prefix says it) and its message."""
+
+    level: str | None
+    text: str
+    """The message without escapes, prefixes and surrounding space, cut to MAX_LINE."""
+    indented: bool
+    """The message began with a space: a traceback's frame, or a continuation line."""
+
+    @property
+    def frame(self) -> bool:
+        """Part of a traceback that is not its exception: never the reason."""
+        return (
+            self.indented
+            or self.text.startswith("Traceback (most recent call last)")
+            or not self.text.strip("^~ ")
+        )
+
+
+def _parse(raw: str) -> _Line:
+    text = _ANSI.sub("", raw).rstrip()
+    text = _PROC_PREFIX.sub("", text)
+    text = _NCCL_PREFIX.sub("", text)
+    level = None
+    prefix = _LOG_PREFIX.match(text) or _UVICORN_PREFIX.match(text)
+    if prefix is not None:
+        level = prefix["level"]
+        text = text[prefix.end() :]
+    indented = text[:1].isspace()
+    text = _RAY_REPEATED.sub("", text.strip())
+    return _Line(level=level, text=text[:MAX_LINE], indented=indented)
+
+
 def clean_line(raw: str) -> str:
     """Without terminal escapes, process/log prefixes and surrounding space; cut to MAX_LINE."""
-    text = _ANSI.sub("", raw).strip()
-    text = _PROC_PREFIX.sub("", text)
-    text = _LOG_PREFIX.sub("", text).strip()
-    return text[:MAX_LINE]
+    return _parse(raw).text
 
 
 def parse_progress(raw: str) -> LoadProgress | None:
@@ -108,14 +169,10 @@ def describe_line(raw: str) -> LoadProgress | None:
     progress = parse_progress(raw)
     if progress is not None:
         return progress
-    text = _PROC_PREFIX.sub("", _ANSI.sub("", raw).strip())
-    prefix = _LOG_PREFIX.match(text)
-    if prefix is not None and prefix["level"] == "DEBUG":
+    line = _parse(raw)
+    if line.level == "DEBUG" or not line.text or _ACCESS_LOG.search(line.text):
         return None
-    line = clean_line(raw)
-    if not line or _ACCESS_LOG.search(line):
-        return None
-    return LoadProgress(percent=None, done=None, total=None, line=line)
+    return LoadProgress(percent=None, done=None, total=None, line=line.text)
 
 
 def split_lines(text: str) -> list[str]:
@@ -126,31 +183,52 @@ def split_lines(text: str) -> list[str]:
 def error_line(log_tail: str) -> str | None:
     """The line of a log tail that best says why the server died, or None if it is empty.
 
-    In order: the last exception line that is not a mere wrapper ("RuntimeError:
-    Engine core initialization failed. See root cause above"), the last wrapper,
-    the last line at ERROR level or naming trouble, the last line.
+    In order: the last exception line that is not a mere wrapper ("RuntimeError: Engine core
+    initialization failed. See root cause above"), with pydantic's reason after it; the last
+    line that names a failure without being an exception (a CUDA or NCCL error from C++, an
+    out-of-memory inside a log line: vLLM's worker may die before its traceback's end is
+    written); the last wrapper; the last line at ERROR level or naming trouble; the last line.
+    A traceback's frames are never the reason.
     """
-    raw_lines = split_lines(log_tail)
-    if not raw_lines:
+    lines = [line for line in (_parse(raw) for raw in split_lines(log_tail)) if line.text]
+    if not lines:
         return None
-    cleaned: list[tuple[str, bool]] = []
-    for raw in raw_lines:
-        text = _ANSI.sub("", raw).strip()
-        text = _PROC_PREFIX.sub("", text)
-        prefix = _LOG_PREFIX.match(text)
-        at_error_level = prefix is not None and prefix["level"] in ("ERROR", "CRITICAL", "FATAL")
-        line = clean_line(raw)
-        if line:
-            cleaned.append((line, at_error_level))
-    if not cleaned:
-        return None
-    exceptions = [line for line, _ in cleaned if _EXCEPTION.match(line)]
-    roots = [line for line in exceptions if not _WRAPPER.search(line)]
+    exceptions = [
+        i for i, line in enumerate(lines) if not line.indented and _EXCEPTION.match(line.text)
+    ]
+    roots = [i for i in exceptions if not _WRAPPER.search(lines[i].text)]
     if roots:
-        return roots[-1]
+        return _with_reason(lines, roots[-1])
+    others = [i for i, line in enumerate(lines) if not line.frame and i not in exceptions]
+    telling = [
+        i
+        for i in others
+        if lines[i].level not in ("DEBUG", "INFO") and _TELLING.search(lines[i].text)
+    ]
+    if telling:
+        return lines[telling[-1]].text
     if exceptions:
-        return exceptions[-1]
-    troubled = [line for line, at_error in cleaned if at_error or _TROUBLE.search(line)]
+        return lines[exceptions[-1]].text
+    troubled = [
+        i
+        for i in others
+        if (lines[i].level in _ERROR_LEVELS or _TROUBLE.search(lines[i].text))
+        and not _WRAPPER.search(lines[i].text)
+    ]
     if troubled:
-        return troubled[-1]
-    return cleaned[-1][0]
+        return lines[troubled[-1]].text
+    return lines[(others or [len(lines) - 1])[-1]].text
+
+
+def _with_reason(lines: list[_Line], index: int) -> str:
+    """The exception line, and pydantic's reason when the exception is a ValidationError."""
+    text = lines[index].text
+    if not _VALIDATION.search(text):
+        return text
+    for line in lines[index + 1 :]:
+        if not line.indented:
+            break
+        reason = _PYDANTIC_TAIL.sub("", line.text)
+        if reason:
+            return f"{text}: {reason}"[:MAX_LINE]
+    return text

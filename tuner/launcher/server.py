@@ -44,11 +44,12 @@ from tuner.secrets import redact_argv
 from tuner.server_http import server_client
 from tuner.telemetry.gpu import GpuBackend
 
-__all__ = ["WAIT_STEP_S", "ServerProcess", "StopReport"]
+__all__ = ["REASON_TAIL_LINES", "WAIT_STEP_S", "ServerProcess", "StopReport", "early_exit_reason"]
 
 logger = logging.getLogger("tuner.launcher")
 
 WAIT_STEP_S = 0.1  # how often wait_healthy looks at the process: the exit-detection latency
+REASON_TAIL_LINES = 400  # the end of the log searched for why a server died
 
 
 class ServerProcess:
@@ -325,23 +326,10 @@ class ServerProcess:
                 stop.wait(self.health_poll_s)
 
     def _early_exit_error(self, code: int) -> LaunchError:
-        tail = self.log_tail()
         # vLLM's root cause (the worker's ValueError) can be 150 lines above the end, under
         # the tracebacks of the processes that wrap it: look further back for the reason.
-        line = error_line(_without_tuner_lines(self.log_tail(400)))
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            reason = f"server was killed by {name} before it was healthy"
-            if -code == signal.SIGKILL:
-                reason += " (out of host memory?)"
-        else:
-            reason = f"server exited with code {code} before it was healthy"
-        if line:
-            reason += f": {line}"
-        return LaunchError(reason, exit_code=code, log_tail=tail)
+        reason = early_exit_reason(code, self.log_tail(REASON_TAIL_LINES))
+        return LaunchError(reason, exit_code=code, log_tail=self.log_tail())
 
     def _warn_if_port_not_ours(self) -> None:
         # Best effort: a stranger on the port would be benchmarked instead of our
@@ -439,6 +427,24 @@ def _open_log(path: Path) -> BinaryIO:
     """The launch's log, opened to append; a new one is readable by its owner only."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     return os.fdopen(fd, "ab")
+
+
+def early_exit_reason(code: int, log_tail: str) -> str:
+    """Why a server that exited before it was healthy failed, as the launch and the trial
+    record it (and ``tuner trials`` / ``tuner show`` print it): how it ended, then the most
+    telling line of its log tail (``error_line``), tuner's own lines left out."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        reason = f"server was killed by {name} before it was healthy"
+        if -code == signal.SIGKILL:
+            reason += " (out of host memory?)"
+    else:
+        reason = f"server exited with code {code} before it was healthy"
+    line = error_line(_without_tuner_lines(log_tail))
+    return f"{reason}: {line}" if line else reason
 
 
 _OWN_LINES = ("# tuner:", "# argv:", "# env set:", "# env unset:")

@@ -401,10 +401,11 @@ def left_nothing_behind(report: StopReport) -> bool:
 
 
 def read_load_phases(log_path: Path, seconds_to_healthy: float | None) -> dict[str, Any] | None:
-    """The phases of a launch's load from its log (launcher/load_phases.py), as stored in
-    ``tuner_launches.load_phases``; None when the log names none (or cannot be read)."""
+    """The phases of a launch's load from its log (launcher/load_phases.py) and its KV cache's
+    size, as stored in ``tuner_launches.load_phases``; None when the log names neither (or
+    cannot be read)."""
     phases = load_phases(matching_lines(log_path, NEEDLES), healthy_s=seconds_to_healthy)
-    return phases.to_json() if phases.found else None
+    return phases.to_json() if phases.said_anything else None
 
 
 def launch_spec_for(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tuner.errors import StoreError
@@ -112,7 +113,10 @@ def print_trials(storage: str, study: str, console: Console) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         changed = " ".join(f"{k}={v}" for k, v in r.changed.items()) or "(defaults)"
-        detail = changed if r.state == "complete" else f"{changed}  [red]{r.reason or ''}[/]"
+        # Escaped: a reason quotes the server's log, whose "[...]" rich would take for markup.
+        detail = escape(changed)
+        if r.state != "complete":
+            detail += f"  [red]{escape(r.reason or '')}[/]"
         table.add_row(
             str(r.number),
             r.state,
@@ -173,7 +177,7 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
     launch = detail.launch
     console.print(
         f"[bold]Trial {number}[/] ({launch.role}) status {launch.status}"
-        + (f": {launch.reason}" if launch.reason else "")
+        + (f": {escape(launch.reason)}" if launch.reason else "")
     )
     console.print(f"command: {shlex.join(launch.argv)}", highlight=False, soft_wrap=True)
     console.print(
@@ -205,12 +209,14 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
 
 
 def load_line(launch: LaunchRow) -> str:
-    """The launch's fidelity and the phases of its load, as its log told them, e.g.
-    "load (full): weights 34.1 s, torch.compile 0.9 s, CUDA graphs 0.4 s, the rest 0.6 s"."""
+    """The launch's fidelity, the phases of its load and its KV cache, as its log told them, e.g.
+    "load (full): weights 34.1 s, torch.compile 0.9 s, CUDA graphs 0.4 s, the rest 0.6 s;
+    KV cache 75,840 tokens"."""
     fidelity = launch.fidelity or "full"
     phases = LoadPhases.from_json(launch.load_phases)
+    kv = f"; {kv_cache_text(phases)}" if phases is not None and kv_cache_text(phases) else ""
     if phases is None or not phases.found:
-        return f"load ({fidelity}): the server's log named no phase of it"
+        return f"load ({fidelity}): the server's log named no phase of it{kv}"
     parts = [
         f"{PHASE_LABELS[p]} {seconds:.1f} s"
         for p in (*phases.found, "rest")
@@ -223,7 +229,18 @@ def load_line(launch: LaunchRow) -> str:
         notes.append("compiled graphs from the cache")
     if phases.healthy_s is None:
         notes.append("never healthy")
-    return f"load ({fidelity}): {', '.join(parts)}" + (f" ({'; '.join(notes)})" if notes else "")
+    return (
+        f"load ({fidelity}): {', '.join(parts)}" + (f" ({'; '.join(notes)})" if notes else "") + kv
+    )
+
+
+def kv_cache_text(phases: LoadPhases) -> str:
+    """The KV cache's size as the server's log gave it, e.g. "KV cache 75,840 tokens"; "" if not."""
+    if phases.kv_cache_tokens is not None:
+        return f"KV cache {phases.kv_cache_tokens:,} tokens"
+    if phases.kv_cache_blocks is not None:
+        return f"KV cache {phases.kv_cache_blocks:,} blocks"
+    return ""
 
 
 def _levels_table(levels: tuple[LevelRow, ...]) -> Table:
