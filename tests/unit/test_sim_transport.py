@@ -9,9 +9,10 @@ import pytest
 
 from tuner.sim import PROFILES, SimSettings, parse_settings, step_time
 from tuner.sim.model import relative_speed
-from tuner.sim.nccl import parse_nccl_env
+from tuner.sim.nccl import NcclEnv, parse_nccl_env
 from tuner.sim.probe import allreduce_us, geometry, main
-from tuner.sim.transport import channel_line
+from tuner.sim.profiles import Interconnect
+from tuner.sim.transport import channel_line, transport
 
 KIMI = "kimi-k2.5-int4-tp8"
 CONSUMER = "consumer-pcie"
@@ -169,3 +170,16 @@ def test_the_sim_reads_the_transport_variables_as_nccl_does(
     assert (nccl.p2p_level, nccl.shm_disable) == (level, shm_disable)
     assert bool(warnings) == warned
     assert nccl.as_json()["p2p_level"] == level
+
+
+@pytest.mark.parametrize(
+    ("level", "expected"),
+    [(None, "SHM"), ("PIX", "SHM"), ("PXB", "SHM"), ("PHB", "SHM"), ("SYS", "P2P"), ("LOC", "SHM")],
+)
+def test_a_level_nearer_than_the_path_means_no_p2p(level: str | None, expected: str) -> None:
+    # GPUs on two CPUs that allow P2P: NCCL's own cutoff (PXB) keeps it off; only SYS reaches.
+    cross_socket = Interconnect(path="SYS", cuda_p2p=True)
+    assert transport(cross_socket, NcclEnv(p2p_level=level)) == expected
+    assert transport(cross_socket, NcclEnv(p2p_level=level, shm_disable=True)) == (
+        "P2P" if expected == "P2P" else "NET"
+    )
