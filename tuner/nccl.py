@@ -3,9 +3,10 @@
 One place for what NCCL itself defines, shared by the pre-flight checks (``tuner.check``,
 which refuse a misspelt name or a value NCCL would reject) and the simulated server
 (``tuner.sim``, which parses the environment as NCCL does and models what the values do).
-Nothing here decides anything about a launch: it is names, tables and the parser of
+Nothing here decides anything about a launch: it is names, tables, the parser of
 ``NCCL_ALGO`` / ``NCCL_PROTO`` lists (``^`` exclusion and the per-collective form of
-NCCL 2.24+), which raises :class:`NcclEnvError` with NCCL-like warning text.
+NCCL 2.24+), which raises :class:`NcclEnvError` with NCCL-like warning text, and how NCCL
+reads a path level and the user's P2P cutoff (``read_level``, ``p2p_level_of``).
 """
 
 from __future__ import annotations
