@@ -3,13 +3,15 @@
 One place for what NCCL itself defines, shared by the pre-flight checks (``tuner.check``,
 which refuse a misspelt name or a value NCCL would reject) and the simulated server
 (``tuner.sim``, which parses the environment as NCCL does and models what the values do).
-Nothing here decides anything about a launch: it is names, tables and the parser of
+Nothing here decides anything about a launch: it is names, tables, the parser of
 ``NCCL_ALGO`` / ``NCCL_PROTO`` lists (``^`` exclusion and the per-collective form of
-NCCL 2.24+), which raises :class:`NcclEnvError` with NCCL-like warning text.
+NCCL 2.24+), which raises :class:`NcclEnvError` with NCCL-like warning text, and how NCCL
+reads a path level and the user's P2P cutoff (``read_level``, ``p2p_level_of``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 ALGORITHMS = ("ring", "tree", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
@@ -97,13 +99,74 @@ NTHREADS_VALUES = ("64", "128", "256", "512")
 
 BUFFER_SIZE_VARIABLES = ("NCCL_BUFFSIZE", "NCCL_LL128_BUFFSIZE")
 """Bytes; NCCL expects a power of two."""
+DEFAULT_BUFFSIZE = 4 * 2**20
+"""NCCL_BUFFSIZE's default, 4 MiB (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html)."""
+BUFFSIZE_FLOOR = 2**20
+"""The smallest NCCL_BUFFSIZE known to help: 1 MiB fixed slow ring all-reduce on 8 PCIe
+GeForce RTX 4090 (https://github.com/NVIDIA/nccl/issues/1530); below it NCCL's Simple
+protocol cuts its chunks smaller still, and "the larger the buffer, the better the
+performance", up to a point (https://github.com/NVIDIA/nccl/issues/387)."""
 
 TOPOLOGY_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
-LEVEL_VARIABLES = ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL", "NCCL_P2P_PXN_LEVEL")
-"""Variables valued by a topology level (``TOPOLOGY_LEVELS``; numbers are deprecated)."""
+"""The path levels NCCL's documentation lists, nearest first."""
+PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS")
+"""Every name NCCL's level parser matches (``topoPathTypeStr`` up to SYS, nearest first;
+NCCL 2.2x src/graph/paths.cc ``ncclGetLevel``): the documented ones and NVB, C2C, P2C, PXN."""
+LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+"""What NCCL makes of the old numeric levels 0..5 (``levelsOldToNew``; larger numbers
+read as 5)."""
+LEVEL_VARIABLES = ("NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL")
+"""Variables valued by a path level, read by NCCL's ``ncclGetLevel``."""
+DEFAULT_P2P_LEVEL = "PXB"
+"""NCCL's own cutoff when NCCL_P2P_LEVEL is unset: "By default don't use P2P across CPU
+Host Bridges and further apart" (src/graph/paths.cc ``ncclTopoCheckP2p``, NVIDIA/nccl at
+04cdb808; the one exception, AMD CPUs with at most two GPUs, allows SYS)."""
+
+
+def read_level(raw: str) -> str | None:
+    """The path level NCCL reads from a level variable's text, or None where it ignores it.
+
+    As ``ncclGetLevel``: the name compared case-sensitively (``pix`` is ignored), else a
+    leading digit read as the old numbering (``LEGACY_LEVELS``), else nothing.
+    """
+    text = raw.strip()
+    if text in PATH_TYPES:
+        return text
+    if text[:1].isdigit():
+        old = int(_leading_digits(text))
+        return LEGACY_LEVELS[min(old, len(LEGACY_LEVELS) - 1)]
+    return None
+
+
+def _leading_digits(text: str) -> str:
+    """C's strtol on ``12abc``: ``12``."""
+    out = ""
+    for ch in text:
+        if not ch.isdigit():
+            break
+        out += ch
+    return out
+
+
+def p2p_level_of(env: Mapping[str, str]) -> str | None:
+    """The P2P cutoff the user set (None: NCCL's own), as ``ncclGetUserP2pLevel`` reads it:
+    NCCL_P2P_DISABLE=1 means LOC and wins; otherwise NCCL_P2P_LEVEL when NCCL reads it."""
+    disable = env.get("NCCL_P2P_DISABLE")
+    if disable is not None and _leading_digits(disable.strip()) == "1":
+        return "LOC"
+    level = env.get("NCCL_P2P_LEVEL")
+    return None if level is None or not level.strip() else read_level(level)
+
+
+def path_at_most(path: str, level: str) -> bool:
+    """Whether a GPU-to-GPU ``path`` is within ``level`` (NCCL: ``path->type <= p2pLevel``)."""
+    return PATH_TYPES.index(path) <= PATH_TYPES.index(level)
+
 
 ENUM_VALUES: dict[str, tuple[str, ...]] = {
     "NCCL_DEBUG": ("VERSION", "WARN", "INFO", "TRACE", "ABORT"),
+    # Not a path level: 0 never uses PXN, 1 when the NIC is preferred, 2 (default) always.
+    "NCCL_P2P_PXN_LEVEL": ("0", "1", "2"),
     "NCCL_LAUNCH_MODE": ("PARALLEL", "GROUP"),
     "NCCL_NVLS_ENABLE": ("0", "1", "2"),
     "NCCL_CROSS_NIC": ("0", "1", "2"),

@@ -180,6 +180,7 @@ def test_port_refuses_connections_until_the_model_has_loaded(start_sim: StartSim
     for text in (
         "vLLM API server version 0.0.0-sim",
         "NCCL version 2.31.0+cuda12.9",
+        "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM",  # Kimi's box: P2P by default
         "Loading safetensors checkpoint shards: 100% Completed | 64/64 [",
         f"INFO:     Started server process [{sim.proc.pid}]",
         "Application startup complete.",

@@ -88,3 +88,41 @@ def test_every_variable_with_a_value_table_is_a_known_variable() -> None:
     }
     assert tabled <= nccl.KNOWN_VARIABLES
     assert all(name.startswith("NCCL_") for name in nccl.KNOWN_VARIABLES)
+
+
+@pytest.mark.parametrize(
+    ("raw", "level"),
+    [
+        ("SYS", "SYS"),
+        ("PXN", "PXN"),  # undocumented, yet matched by NCCL's parser
+        ("phb", None),  # NCCL compares names case-sensitively
+        ("0", "LOC"),
+        ("2", "PXB"),  # the old numbering: 2 was PXB, not NVL
+        ("3", "PHB"),
+        ("12abc", "SYS"),  # strtol's leading digits, clamped to the last old number
+        ("FAST", None),
+        ("", None),
+    ],
+)
+def test_a_level_is_read_as_ncclgetlevel_reads_it(raw: str, level: str | None) -> None:
+    assert nccl.read_level(raw) == level
+
+
+@pytest.mark.parametrize(
+    ("env", "level"),
+    [
+        ({}, None),
+        ({"NCCL_P2P_LEVEL": "SYS"}, "SYS"),
+        ({"NCCL_P2P_DISABLE": "1", "NCCL_P2P_LEVEL": "SYS"}, "LOC"),  # disable wins
+        ({"NCCL_P2P_DISABLE": "0", "NCCL_P2P_LEVEL": "PHB"}, "PHB"),
+        ({"NCCL_P2P_DISABLE": "2"}, None),  # only 1 disables
+    ],
+)
+def test_the_users_p2p_cutoff(env: dict[str, str], level: str | None) -> None:
+    assert nccl.p2p_level_of(env) == level
+
+
+def test_paths_compare_nearest_first() -> None:
+    assert nccl.path_at_most("PXB", nccl.DEFAULT_P2P_LEVEL)
+    assert not nccl.path_at_most("PHB", nccl.DEFAULT_P2P_LEVEL)
+    assert not nccl.path_at_most("PIX", "LOC") and nccl.path_at_most("SYS", "SYS")

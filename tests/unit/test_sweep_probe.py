@@ -48,7 +48,7 @@ def test_kimi_nccl_study_stops_after_the_baseline_with_the_probe_finding(tmp_pat
     assert [role for role, _ in runner.launched] == ["baseline", "baseline"]
     # Each distinct NCCL setting was probed once: the defaults and every value alone.
     keys = [tuple(sorted(env.items())) for env in probe.calls]
-    assert len(keys) == len(set(keys)) == 1 + 2 + 3 + 3 + 4 + 3 + 2 + 2
+    assert len(keys) == len(set(keys)) == 1 + 2 + 3 + 3 + 4 + 4 + 3 + 2 + 2
     study = optuna.load_study(study_name="p", storage=storage)
     verdict = study.user_attrs[attrs.PROBE_FINDING]
     assert verdict["can_help"] is False and 0.5 < verdict["comm_share"] < 0.7

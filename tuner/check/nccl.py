@@ -17,17 +17,21 @@ from tuner.nccl import (
     ALGORITHMS,
     BOOLEAN_VARIABLES,
     BUFFER_SIZE_VARIABLES,
+    BUFFSIZE_FLOOR,
     CHANNEL_VARIABLES,
     CHANNELS_RANGE,
     CUDA_DEVICE_MAX_CONNECTIONS_RANGE,
+    DEFAULT_BUFFSIZE,
     ENUM_VALUES,
     KNOWN_VARIABLES,
     LEVEL_VARIABLES,
     NTHREADS_VALUES,
+    PATH_TYPES,
     PROTOCOLS,
     TOPOLOGY_LEVELS,
     NcclEnvError,
     parse_selection,
+    read_level,
 )
 from tuner.space.spec import Space
 
@@ -110,10 +114,7 @@ def _nccl_value(name: str, value: str) -> list[NcclFinding]:
             ]
         return []
     if name in BUFFER_SIZE_VARIABLES:
-        found = _int_range(name, value, 1, 2**40)
-        if not found and int(value, 0) & (int(value, 0) - 1):
-            found.append(("warning", f"{name}={value} is not a power of two"))
-        return found
+        return _buffer_size(name, value)
     if name in LEVEL_VARIABLES:
         return _level_value(name, value)
     if name in BOOLEAN_VARIABLES and value not in ("0", "1"):
@@ -149,18 +150,85 @@ def _selection_value(name: str, value: str) -> list[NcclFinding]:
     return []
 
 
+def _buffer_size(name: str, value: str) -> list[NcclFinding]:
+    """Bytes, a positive integer. NCCL reads the leading digits only (``4M`` is 4 bytes)."""
+    digits = value[: len(value) - len(value.lstrip("0123456789"))]
+    if digits and digits != value and value[len(digits) :].strip().upper() in _SUFFIXES:
+        return [
+            (
+                "error",
+                f"{name}={value!r}: NCCL reads the leading digits only, so this is "
+                f"{digits} bytes; write the bytes, e.g. {DEFAULT_BUFFSIZE} for 4 MiB",
+            )
+        ]
+    try:
+        size = int(value, 0)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        return [
+            (
+                "error",
+                f"{name}={value!r}: NCCL wants a positive number of bytes (default "
+                f"{DEFAULT_BUFFSIZE}, 4 MiB)",
+            )
+        ]
+    found = _int_range(name, value, 1, 2**40)
+    if size & (size - 1):
+        found.append(("warning", f"{name}={value} is not a power of two"))
+    if name == "NCCL_BUFFSIZE" and size < BUFFSIZE_FLOOR:
+        found.append(
+            (
+                "warning",
+                f"NCCL_BUFFSIZE={value} is below 1 MiB ({BUFFSIZE_FLOOR}), the smallest "
+                "value known to help (NVIDIA/nccl#1530); smaller buffers cut the ring's "
+                "chunks and its bandwidth (NVIDIA/nccl#387)",
+            )
+        )
+    return found
+
+
+_SUFFIXES = ("K", "KB", "KIB", "M", "MB", "MIB", "G", "GB", "GIB")
+
+
 def _level_value(name: str, value: str) -> list[NcclFinding]:
-    if value.upper() in TOPOLOGY_LEVELS:
+    """A path level as NCCL's ``ncclGetLevel`` reads it: an exact name or an old number."""
+    if value in TOPOLOGY_LEVELS:
         return []
-    if value.isdigit():
+    level = read_level(value)
+    if level is not None and not value[:1].isdigit():
         return [
             (
                 "warning",
-                f"{name}={value}: numeric levels are deprecated; use one of "
-                f"{', '.join(TOPOLOGY_LEVELS)}",
+                f"{name}={value}: a path type NCCL matches but does not document; "
+                f"the documented ones are {', '.join(TOPOLOGY_LEVELS)}",
             )
         ]
-    return [("error", f"{name}={value!r}: NCCL accepts {', '.join(TOPOLOGY_LEVELS)}")]
+    if level is not None and value.isdigit():
+        return [
+            (
+                "warning",
+                f"{name}={value}: numeric levels are deprecated (NCCL reads {value} as "
+                f"{level}: 0=LOC 1=PIX 2=PXB 3=PHB 4,5=SYS); write {level}",
+            )
+        ]
+    if value.upper() in PATH_TYPES:
+        return [
+            (
+                "error",
+                f"{name}={value!r}: NCCL compares the level case-sensitively and ignores "
+                f"{value!r}, so this knob would do nothing; write {value.upper()}",
+            )
+        ]
+    near = difflib.get_close_matches(value.upper(), TOPOLOGY_LEVELS, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return [
+        (
+            "error",
+            f"{name}={value!r}: NCCL accepts {', '.join(TOPOLOGY_LEVELS)} (or the old "
+            f"numbers 0-5) and ignores anything else{hint}",
+        )
+    ]
 
 
 def _int_range(

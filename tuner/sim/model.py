@@ -3,7 +3,8 @@
 A decode step's noise-free duration is the profile's calibrated step time at that batch size
 (interpolated between calibration points), split into compute and all-reduce parts; the
 all-reduce part is nudged by NCCL settings (clamped so NCCL moves a whole step by at most
--1.5%..+2%), and the whole step by the compilation level, interaction bonuses and speculative
+-1.5%..+2%) and then by the transport and the profile's buffer gain (tuner/sim/transport.py,
+outside the clamp), and the whole step by the compilation level, interaction bonuses and speculative
 decoding (which helps on real weights and hurts on dummy ones). The engine
 multiplies this by the per-launch speed factor, per-step noise and ``--time-scale``;
 :func:`expected_output_throughput` gives the noise-free truth tests compare against.
@@ -17,6 +18,7 @@ from tuner.nccl import PROTOCOL_NAMES
 from tuner.sim.nccl import NcclEnv
 from tuner.sim.profiles import GIB, Profile, SchedulerTrade, ThroughputTable, get_profile
 from tuner.sim.settings import SimSettings
+from tuner.sim.transport import buffer_factor, transport_factor
 
 # NCCL's effect on a whole step is clamped to this band: on this PCIe box tuning NCCL is
 # worth 1-2% at best (calibration.yaml: the tuned 81.9 tok/s is within noise of 81.4).
@@ -261,6 +263,12 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
         lo = 1.0 + NCCL_STEP_EFFECT_MIN / ratio
         hi = 1.0 + NCCL_STEP_EFFECT_MAX / ratio
         comm *= min(hi, max(lo, nccl))
+        # The transport and the profile's buffer gain act outside the clamp: P2P off can
+        # cost far more than tuning's 1-2% (tuner/sim/transport.py).
+        ws = _small_weight(batch)
+        wire = transport_factor(prof.interconnect, st.nccl, ws)
+        wire *= buffer_factor(prof.interconnect, st.nccl, ws)
+        comm *= 1.0 + sens.nccl * (wire - 1.0)
         if st.disable_custom_all_reduce:
             comm *= 1.0 + sens.custom_all_reduce * 0.05 * _small_weight(batch)
     return compute, comm

@@ -1,7 +1,8 @@
 """What the simulated stack makes of NCCL's environment: parse it, then fail where NCCL would.
 
 Only the variables the tuner sweeps are modelled: ``NCCL_ALGO`` / ``NCCL_PROTO``, the channel
-counts, ``NCCL_BUFFSIZE``, ``NCCL_NTHREADS`` and ``CUDA_DEVICE_MAX_CONNECTIONS``. The names and
+counts, ``NCCL_BUFFSIZE``, ``NCCL_NTHREADS``, ``CUDA_DEVICE_MAX_CONNECTIONS`` and the transport
+knobs ``NCCL_P2P_LEVEL`` / ``NCCL_P2P_DISABLE`` / ``NCCL_SHM_DISABLE``. The names and
 the grammar of the values are NCCL's vocabulary (:mod:`tuner.nccl`); this module holds the
 simulator's own model: :func:`parse_nccl_env` (pure: values, or :class:`~tuner.nccl.NcclEnvError`
 with the NCCL-like warning; the caller decides in which startup phase it surfaces) and
@@ -21,6 +22,7 @@ from tuner.nccl import (
     PROTOCOLS,
     NcclEnvError,
     SelectionList,
+    p2p_level_of,
     parse_selection,
 )
 
@@ -46,6 +48,9 @@ ENV_VARS = (
     "NCCL_BUFFSIZE",
     "NCCL_NTHREADS",
     "CUDA_DEVICE_MAX_CONNECTIONS",
+    "NCCL_P2P_LEVEL",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
 )
 
 
@@ -60,6 +65,9 @@ class NcclEnv:
     buffsize: int | None = None
     nthreads: int | None = None
     cuda_device_max_connections: int | None = None
+    # The P2P cutoff the user set (a path type; LOC: never), NCCL_P2P_DISABLE=1 included.
+    p2p_level: str | None = None
+    shm_disable: bool = False
 
     def allreduce_algos(self) -> frozenset[str] | None:
         return self.algo.for_function("allreduce") if self.algo else None
@@ -76,6 +84,8 @@ class NcclEnv:
             "buffsize": self.buffsize,
             "nthreads": self.nthreads,
             "cuda_device_max_connections": self.cuda_device_max_connections,
+            "p2p_level": self.p2p_level,
+            "shm_disable": self.shm_disable,
         }
 
 
@@ -134,8 +144,22 @@ def parse_nccl_env(env: Mapping[str, str]) -> tuple[NcclEnv, list[str]]:
                 clamped = min(high, max(low, cdmc))
                 warnings.append(f"CUDA_DEVICE_MAX_CONNECTIONS={cdmc} clamped to {clamped}")
                 cdmc = clamped
-    nccl = NcclEnv(algo, proto, min_ch, max_ch, buffsize, nthreads, cdmc)
+    p2p_level, shm_disable = _transport_vars(env, warnings)
+    nccl = NcclEnv(algo, proto, min_ch, max_ch, buffsize, nthreads, cdmc, p2p_level, shm_disable)
     return nccl, warnings
+
+
+def _transport_vars(env: Mapping[str, str], warnings: list[str]) -> tuple[str | None, bool]:
+    """NCCL_P2P_LEVEL / NCCL_P2P_DISABLE / NCCL_SHM_DISABLE as NCCL reads them.
+
+    NCCL never fails on these: a level it cannot read is ignored (its default applies), so
+    the sim warns and goes on, as it does for CUDA_DEVICE_MAX_CONNECTIONS.
+    """
+    level = p2p_level_of(env)
+    raw = env.get("NCCL_P2P_LEVEL")
+    if level is None and raw is not None and raw.strip():
+        warnings.append(f'NCCL_P2P_LEVEL="{raw}" is not a level NCCL reads; ignored')
+    return level, (env.get("NCCL_SHM_DISABLE") or "").strip() == "1"
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

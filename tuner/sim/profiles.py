@@ -138,6 +138,52 @@ class SpeculativeFigures:
 
 
 @dataclass(frozen=True)
+class Interconnect:
+    """How a profile's GPUs reach each other, and what each NCCL transport costs there.
+
+    NCCL uses P2P between two GPUs when the driver allows it (``cuda_p2p``; GeForce cards
+    do not) and their ``path`` (NCCL's path type of the ring's farthest hop) is within the
+    P2P level (``NCCL_P2P_LEVEL``, or NCCL's default PXB); else shared host memory (SHM),
+    and with ``NCCL_SHM_DISABLE=1`` the network (TCP sockets on a box without IB). The costs
+    are all-reduce time added over P2P, as (small messages, large messages), weighted by
+    the batch as the rest of the NCCL model is. ``small_buffer_gain`` is the all-reduce time
+    ``NCCL_BUFFSIZE=1048576`` saves on a ring (half of it at 2 MiB, none from the 4 MiB
+    default up), same shape: a box where it helps, as on NVIDIA/nccl#1530's.
+    """
+
+    path: str = "PXB"
+    cuda_p2p: bool = True
+    shm_cost: tuple[float, float] = (0.15, 0.30)
+    socket_cost: tuple[float, float] = (2.0, 4.0)
+    small_buffer_gain: tuple[float, float] = (0.0, 0.0)
+    source: str = ""
+
+
+# The seeds' box: they do not say which transport NCCL picked, nor the PCIe tree. Assumed:
+# the GPUs sit behind PCIe Gen5 switches (path PXB), where NCCL's default level (PXB) keeps
+# P2P on (RTX PRO 6000 cards allow it); so P2P off means host memory, slower. The seeds'
+# tuning (NCCL_BUFFSIZE=16777216 among it) was within noise: no buffer gain here.
+KIMI_INTERCONNECT = Interconnect(
+    path="PXB",
+    cuda_p2p=True,
+    source="invented: PXB and P2P assumed (calibration.yaml names no transport); SHM +15% "
+    "/ +30% and sockets +200% / +400% of all-reduce time over P2P are plausible, unmeasured "
+    "magnitudes; direction: NCCL's docs (SHM is the fallback, sockets the last resort)",
+)
+# Consumer cards: GeForce drivers refuse P2P, so NCCL goes through host memory whatever
+# NCCL_P2P_LEVEL says, and a smaller buffer helps the ring (NVIDIA/nccl#1530, 8x RTX 4090:
+# "I tried with 1M. It works!"). Their cards sit on two CPUs' root ports (path SYS).
+CONSUMER_INTERCONNECT = Interconnect(
+    path="SYS",
+    cuda_p2p=False,
+    small_buffer_gain=(0.01, 0.10),
+    source="invented magnitudes: NCCL_BUFFSIZE=1048576 saves 1% of all-reduce time at one "
+    "stream up to 10% at large batches (direction: NVIDIA/nccl#1530, measured by nobody "
+    "on vLLM); no P2P on GeForce, so SHM is the default and sockets the fallback",
+)
+
+
+@dataclass(frozen=True)
 class ThroughputTable:
     """Calibrated total output tok/s by concurrency, at one tensor-parallel size."""
 
@@ -178,6 +224,7 @@ class Profile:
         )
     )
     speculative: SpeculativeFigures = field(default_factory=SpeculativeFigures)
+    interconnect: Interconnect = KIMI_INTERCONNECT
     step_noise_sd: float = 0.015  # i.i.d. per engine step
     drift_sd: float = 0.002  # slow AR(1) wander within a launch
     drift_phi: float = 0.998  # the drift's step-to-step correlation (~500-step memory)
@@ -302,6 +349,20 @@ NCCL_GAIN = replace(
     bonuses=(Bonus((("allreduce_proto", "LL"),), 1.05),),
 )
 
+# Kimi's numbers on GPUs without P2P: NCCL_P2P_LEVEL and NCCL_P2P_DISABLE do nothing
+# (P2P is never possible), NCCL_SHM_DISABLE=1 falls back to sockets, and NCCL_BUFFSIZE=1048576
+# is a real, small gain that grows with the batch; every other knob acts as on Kimi.
+CONSUMER_PCIE = replace(
+    KIMI,
+    name="consumer-pcie",
+    description=(
+        "Kimi's numbers on 8 GPUs without P2P (GeForce, as in NVIDIA/nccl#1530): NCCL goes "
+        "through host memory; NCCL_BUFFSIZE=1048576 helps the ring a little at one stream, "
+        "more at large batches; NCCL_SHM_DISABLE=1 falls back to sockets."
+    ),
+    interconnect=CONSUMER_INTERCONNECT,
+)
+
 # The latency-throughput trade of docs/simulator.md, "slo-trade". At 64 streams of 32-token
 # requests --max-num-batched-tokens 16384 gives the most tokens per second (+14%) but holds
 # each request that joins a busy batch back 24 steps (TTFT p99 about 4x); --max-num-seqs 256
@@ -413,6 +474,7 @@ PROFILES: dict[str, Profile] = {
         NEEDLE,
         INTERACTION,
         NCCL_GAIN,
+        CONSUMER_PCIE,
         SLO_TRADE,
         REASONING,
         MINIMAX,

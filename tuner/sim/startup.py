@@ -35,6 +35,7 @@ from tuner.sim.noise import dummy_throughput_factor, noise_json, with_noise
 from tuner.sim.phases import StartupPlan, startup_plan
 from tuner.sim.profiles import Profile, get_profile
 from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
+from tuner.sim.transport import channel_line
 
 DYNAMO_SHARE = 0.55  # of torch.compile with a warm cache: Dynamo, then the cache load
 # (vllm-project/vllm#16848: "Dynamo bytecode transform time: 5.03 s", then "Directly load the
@@ -295,6 +296,10 @@ class SimServer:
             "parallel_state.py:1208",
             f"rank 0 in world size {tp} is assigned as DP rank 0, PP rank 0, TP rank 0",
         )
+        if tp > 1:  # which transport the ring uses: P2P, host memory or sockets
+            log.line(
+                f"{self.host}:{self.pid}:{self.pid} [0] {channel_line(prof.interconnect, st.nccl)}"
+            )
         if failure and failure.phase == "init":
             return self._fail(failure)
         # load: weights stream in (or random ones are filled in), then the model is built

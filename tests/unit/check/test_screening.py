@@ -265,7 +265,7 @@ def test_the_shipped_nccl_space_screens_every_param(tmp_path: Path) -> None:
     )
     assert report.ok, report.summary()
     assert [c[-1] for c in reader.calls] == ["--help=all"]
-    assert "screening launches add --load-format dummy; 9 of 9 param(s) screened" in messages(
+    assert "screening launches add --load-format dummy; 10 of 10 param(s) screened" in messages(
         report, "ok"
     )
     assert "not screened" not in messages(report, "ok")
