@@ -53,7 +53,7 @@ def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
                 found.add(
                     "warning",
                     f"params.{name}",
-                    f"{value!r} can never start: "
+                    f"{value!r} can never start with the other params at default: "
                     f"{why.rstrip('.')}; such trials are recorded as not launched",
                 )
 

@@ -36,7 +36,8 @@ def test_a_choice_the_model_rules_out_is_a_warning(tmp_path: Path) -> None:
     )
     assert report.ok
     warnings = messages(report, "warning")
-    assert "params.tp: 3 can never start" in warnings and "recorded as not launched" in warnings
+    assert "params.tp: 3 can never start with the other params at default" in warnings
+    assert "recorded as not launched" in warnings
     assert "2 can never" not in warnings
     assert "config read from" in messages(report, "ok")
 
