@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 import yaml
 
@@ -108,6 +109,8 @@ def test_per_gpu_at_256_streams_keeps_tp4_and_says_both_figures(tmp_path: Path) 
     assert 450 < rec["value"] < 700
     table = tuner_in_process("best", "--space", str(path), cwd=tmp_path).stdout
     assert "per GPU" in table and "on 4 GPUs" in table, table
+    named = optuna.load_study(study_name="gpu256", storage=f"sqlite:///{tmp_path}/experiments.db")
+    assert named.metric_names == ["output_throughput/GPU"]  # optuna-dashboard's axis
     # TP=8 with EP measured per GPU: below TP=4's, though the server makes half as much again.
     per_gpu = first_rounds(tmp_path, "gpu256")
     assert per_gpu[TP8_EP] < 0.85 * per_gpu[TP4], per_gpu
