@@ -5,7 +5,8 @@ from ``{space_dir}``, which is filled with an absolute path) but does not exist 
 error: vLLM would take it for a Hugging Face repo id and both baseline launches would fail
 after their imports. An ``org/name`` that is not on this machine stays allowed (vLLM
 downloads it). With the model's config.json at hand, the baseline and each param value
-are checked against the model's shape (see ``tuner.space.model_limits``).
+are checked against the model's shape (see ``tuner.space.model_limits``), and, with
+``server.gpus``, their layout against the GPUs (``tuner.space.layout``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from pathlib import Path
 from tuner.check.report import Findings
 from tuner.check.values import param_values
 from tuner.space import model_limits
+from tuner.space.layout import gpu_refusal, layout_of
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import Space
 
 
 def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
     """Check the model of the baseline's argv (placeholders filled as a launch fills them)."""
+    check_gpus(space, argv, found)
     model = model_limits.model_argument(argv)
     if model is None:
         return
@@ -53,7 +56,31 @@ def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
                 found.add(
                     "warning",
                     f"params.{name}",
-                    f"{value!r} can never start: "
+                    f"{value!r} can never start with the other params at default: "
+                    f"{why.rstrip('.')}; such trials are recorded as not launched",
+                )
+
+
+def check_gpus(space: Space, argv: Sequence[str], found: Findings) -> None:
+    """The baseline's layout, and each param value's, against ``server.gpus``."""
+    gpus = space.spec.server.gpus
+    if gpus is None:
+        return
+    too_many = gpu_refusal(layout_of(argv), gpus)
+    if too_many:
+        found.add("error", "server.command", f"the baseline cannot start: {too_many}")
+        return
+    for name, param in space.spec.params.items():
+        if param.args is None:
+            continue
+        for value in param_values(param):
+            args = list(settings_from_params(space.spec, {name: value}).args)
+            why = gpu_refusal(layout_of(list(argv) + args), gpus)
+            if why:
+                found.add(
+                    "warning",
+                    f"params.{name}",
+                    f"{value!r} can never start with the other params at default: "
                     f"{why.rstrip('.')}; such trials are recorded as not launched",
                 )
 

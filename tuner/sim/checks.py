@@ -16,8 +16,10 @@ from tuner.sim.model import (
     effective_max_model_len,
     effective_max_num_batched_tokens,
     effective_max_num_seqs,
+    effective_pp,
     effective_tp,
     free_memory_gib,
+    gpus_used,
     kv_cache_bytes_per_token_per_gpu,
     kv_capacity_tokens,
 )
@@ -98,6 +100,18 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
                 _CONFIG_FRAME,
             )
         )
+    pp = effective_pp(settings)
+    if pp > 1 and tp <= profile.gpus < tp * pp:
+        # vLLM's world size is TP x PP; Ray (or mp) cannot place more ranks than GPUs.
+        out.append(
+            Failure(
+                "start",
+                f"ValueError: World size ({tp * pp}) = tensor parallel size ({tp}) x pipeline "
+                f"parallel size ({pp}) is larger than the number of available GPUs "
+                f"({profile.gpus}).",
+                _CONFIG_FRAME,
+            )
+        )
     seqs = effective_max_num_seqs(profile, settings)
     batched = effective_max_num_batched_tokens(profile, settings)
     if batched < seqs:
@@ -152,7 +166,7 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
     # load: weights do not fit
     free = free_memory_gib(profile, settings)
     if free < 0:
-        per_gpu = profile.weights_gib / tp
+        per_gpu = profile.weights_gib / gpus_used(profile, settings)
         fits = max(0.0, per_gpu + free) / per_gpu
         budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
         out.append(
@@ -181,7 +195,7 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
     max_len = effective_max_model_len(profile, settings)
     capacity = kv_capacity_tokens(profile, settings)
     if free >= 0 and capacity < max_len:
-        need = max_len * kv_cache_bytes_per_token_per_gpu(profile, tp) / GIB
+        need = max_len * kv_cache_bytes_per_token_per_gpu(profile, tp) / pp / GIB
         out.append(
             Failure(
                 "warmup",

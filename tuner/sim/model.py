@@ -30,6 +30,15 @@ def effective_tp(profile: Profile, settings: SimSettings) -> int:
     return settings.tensor_parallel_size or profile.default_tp
 
 
+def effective_pp(settings: SimSettings) -> int:
+    return settings.pipeline_parallel_size or 1
+
+
+def gpus_used(profile: Profile, settings: SimSettings) -> int:
+    """GPUs the layout occupies: TP x PP ranks, one per GPU."""
+    return effective_tp(profile, settings) * effective_pp(settings)
+
+
 def effective_max_num_seqs(profile: Profile, settings: SimSettings) -> int:
     return settings.max_num_seqs or profile.default_max_num_seqs
 
@@ -279,11 +288,16 @@ def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) 
     per-launch speed factor and ``--time-scale``)."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
     st = settings or SimSettings()
-    batch = max(1, batch)
+    pp = effective_pp(st)
+    # With PP, a step is one microbatch's pass through every stage (PipelineFigures).
+    batch = -(-max(1, batch) // pp)
     compute, comm = step_parts(prof, st, batch)
     compile_f = 1.0 + prof.sensitivity.compilation * (compilation_factor(st, batch) - 1.0)
     speedup = bonus_factor(prof, st) * trade_factor(prof, st, batch)
-    return (compute + comm) * compile_f / (speedup * speculative_factor(prof, st, batch))
+    step = (compute + comm) * compile_f / (speedup * speculative_factor(prof, st, batch))
+    if pp == 1:
+        return step
+    return (step + pp * prof.pipeline.hop_s) / prof.pipeline.efficiency
 
 
 def prefill_time(profile: Profile, settings: SimSettings, tokens: int) -> float:
@@ -303,9 +317,8 @@ def kv_cache_bytes_per_token_per_gpu(profile: Profile, tp: int) -> float:
 
 def free_memory_gib(profile: Profile, settings: SimSettings) -> float:
     """GiB per GPU left for the KV cache after weights and activations (negative: OOM)."""
-    tp = effective_tp(profile, settings)
     budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
-    return budget - profile.weights_gib / tp - profile.activation_gib
+    return budget - profile.weights_gib / gpus_used(profile, settings) - profile.activation_gib
 
 
 def kv_capacity_tokens(profile: Profile, settings: SimSettings) -> int:
@@ -314,7 +327,9 @@ def kv_capacity_tokens(profile: Profile, settings: SimSettings) -> int:
     if free <= 0:
         return 0
     tp = effective_tp(profile, settings)
-    return int(free * GIB / kv_cache_bytes_per_token_per_gpu(profile, tp))
+    # A pipeline stage holds the KV cache of its own layers only.
+    per_gpu = kv_cache_bytes_per_token_per_gpu(profile, tp) / effective_pp(settings)
+    return int(free * GIB / per_gpu)
 
 
 def expected_output_throughput(

@@ -138,6 +138,27 @@ class SpeculativeFigures:
 
 
 @dataclass(frozen=True)
+class PipelineFigures:
+    """How pipeline parallelism (``--pipeline-parallel-size P``) acts on a decode step.
+
+    vLLM splits the layers into P stages on P groups of TP GPUs and keeps P microbatches of
+    the running requests in flight, so one engine step (a token for every request) is a
+    full pass of a microbatch of batch / P: the TP step time at that batch, plus one
+    hand-over of hidden states per stage (``hop_s``), all divided by ``efficiency``
+    (stages waiting on each other: the bubble, uneven stages, the scheduler's wait for
+    each microbatch's sampled tokens). One stream gets no overlap, only the hops.
+    """
+
+    hop_s: float = 0.0003
+    efficiency: float = 0.6
+    source: str = (
+        "invented: no seed measures pipeline parallelism; chosen so that PP=2 beside TP "
+        "never beats the seeds' layouts (users of vLLM report PP below TP at equal GPU "
+        "count on one node)"
+    )
+
+
+@dataclass(frozen=True)
 class Interconnect:
     """How a profile's GPUs reach each other, and what each NCCL transport costs there.
 
@@ -225,6 +246,7 @@ class Profile:
     )
     speculative: SpeculativeFigures = field(default_factory=SpeculativeFigures)
     interconnect: Interconnect = KIMI_INTERCONNECT
+    pipeline: PipelineFigures = field(default_factory=PipelineFigures)
     step_noise_sd: float = 0.015  # i.i.d. per engine step
     drift_sd: float = 0.002  # slow AR(1) wander within a launch
     drift_phi: float = 0.998  # the drift's step-to-step correlation (~500-step memory)
@@ -441,8 +463,11 @@ MINIMAX = Profile(
         ThroughputTable(
             tensor_parallel_size=8,
             expert_parallel=True,
-            points=((1, 88.0), (2, 148.0), (4, 265.0), (8, 470.0), (256, 3982.0), (1024, 3997.0)),
-            source="calibration.yaml minimax-m2.5-fp8-tp8-ep (256 and 1024; the rest invented)",
+            points=((1, 80.0), (2, 135.0), (4, 245.0), (8, 445.0), (256, 3982.0), (1024, 3997.0)),
+            source="calibration.yaml minimax-m2.5-fp8-tp8-ep (256 and 1024); 1 to 8 invented: "
+            "one stream is bound by latency, where an 8-way all-reduce over PCIe and expert "
+            "parallelism's all-to-all cost more than the halved compute saves, so TP=8 with EP "
+            "is below TP=4's 84 at one stream and crosses it between 4 and 8 streams",
         ),
     ),
     num_attention_heads=48,

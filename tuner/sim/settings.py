@@ -115,6 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="tensor-parallel size (default: the profile's)",
     )
     vllm.add_argument(
+        "-pp",
+        "--pipeline-parallel-size",
+        dest="pipeline_parallel_size",
+        type=int,
+        default=None,
+        help="pipeline-parallel size (default 1): TP x PP GPUs",
+    )
+    vllm.add_argument(
         "--enable-expert-parallel", action="store_true", help="expert parallelism for MoE layers"
     )
     vllm.add_argument(
@@ -329,6 +337,7 @@ class SimSettings:
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None  # None: 1, vLLM's default
     enable_expert_parallel: bool = False
     disable_custom_all_reduce: bool = False
     gpu_memory_utilization: float = 0.9
@@ -519,7 +528,8 @@ def parse_settings(
     ns, extras = parser.parse_known_args(list(argv))
     positional_model, unknown = _split_unknown(extras)
     model = ns.model or positional_model
-    for name in ("max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size"):
+    positive = ("max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size")
+    for name in (*positive, "pipeline_parallel_size"):
         value = getattr(ns, name)
         if value is not None and value <= 0:
             raise ArgError(f"--{name.replace('_', '-')} must be positive, got {value}")
@@ -562,6 +572,7 @@ def parse_settings(
         max_num_seqs=ns.max_num_seqs,
         max_num_batched_tokens=ns.max_num_batched_tokens,
         tensor_parallel_size=ns.tensor_parallel_size,
+        pipeline_parallel_size=ns.pipeline_parallel_size,
         enable_expert_parallel=ns.enable_expert_parallel,
         disable_custom_all_reduce=ns.disable_custom_all_reduce,
         gpu_memory_utilization=ns.gpu_memory_utilization,

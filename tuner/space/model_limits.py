@@ -23,6 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tuner.space.layout import expert_parallel as expert_parallel  # re-exported
+from tuner.space.layout import gpu_refusal, layout_of
+from tuner.space.layout import last_value as _last_value
 from tuner.space.settings import (
     Settings,
     baseline_params,
@@ -36,9 +39,6 @@ INSPECT_PORT = 8000
 """Stands in for ``{port}`` when a command is read rather than run."""
 
 _MODEL_FLAGS = ("--model",)
-_TP_FLAGS = ("--tensor-parallel-size", "-tp")
-_EP_FLAGS = ("--enable-expert-parallel", "-ep")
-_NO_EP_FLAGS = ("--no-enable-expert-parallel",)
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 # The model types vLLM runs with multi-head latent attention: no KV-head split.
 _MLA_KEYS = ("kv_lora_rank",)
@@ -139,11 +139,14 @@ def load_model_config(space: Space) -> dict[str, Any] | None:
 def settings_refusal(
     space: Space, model_config: Mapping[str, Any] | None, settings: Settings
 ) -> str | None:
-    """``refusal`` for one trial: the space's command with the trial's arguments appended."""
-    if not model_config:
-        return None
+    """``refusal`` for one trial: the space's command with the trial's arguments appended;
+    first whether its layout fits the GPUs of ``server.gpus`` (no config.json needed)."""
     argv, _ = baseline_argv(space)
-    return refusal(model_config, argv + list(settings.args))
+    argv += list(settings.args)
+    too_many = gpu_refusal(layout_of(argv), space.spec.server.gpus)
+    if too_many or not model_config:
+        return too_many
+    return refusal(model_config, argv)
 
 
 def text_config(model_config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -157,23 +160,7 @@ def text_config(model_config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def tensor_parallel_size(argv: Sequence[str]) -> int:
     """The TP size an argv asks for; 1 when it names none."""
-    value = _last_value(argv, _TP_FLAGS)
-    try:
-        return int(value) if value is not None else 1
-    except ValueError:
-        return 1  # not a number: the server will say so; not ours to refuse
-
-
-def expert_parallel(argv: Sequence[str]) -> bool:
-    """Whether expert parallelism is on: the last of --enable-expert-parallel/-ep/--no-... wins."""
-    state = False
-    for arg in argv:
-        name = _flag_name(arg)
-        if name in _EP_FLAGS:
-            state = True
-        elif name in _NO_EP_FLAGS:
-            state = False
-    return state
+    return layout_of(argv).tensor_parallel
 
 
 def refusal(model_config: Mapping[str, Any] | None, settings_argv: Sequence[str]) -> str | None:
@@ -266,25 +253,3 @@ def _int(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
-
-
-def _flag_name(arg: str) -> str:
-    name = arg.split("=", 1)[0]
-    if name.startswith("--"):
-        name = "--" + name[2:].replace("_", "-")  # vLLM takes either spelling
-    return name
-
-
-def _last_value(argv: Sequence[str], flags: Sequence[str]) -> str | None:
-    """The value of the last of these flags (``--flag V`` or ``--flag=V``)."""
-    value = None
-    args = list(argv)
-    for i, arg in enumerate(args):
-        name = _flag_name(arg)
-        if name not in flags:
-            continue
-        if "=" in arg:
-            value = arg.split("=", 1)[1]
-        elif i + 1 < len(args):
-            value = args[i + 1]
-    return value

@@ -70,6 +70,9 @@ class ServerSpec(StrictModel):
     startup_timeout_s: float = Field(default=3600, gt=0)
     stop_timeout_s: float = Field(default=60, gt=0)
     cpus: list[int] | None = None
+    gpus: int | None = Field(default=None, ge=1)
+    """GPUs the server may use: a layout (TP x PP) needing more is refused before launch
+    (tuner/space/layout.py); None: not checked."""
 
     @field_validator("env", mode="before")
     @classmethod
@@ -194,9 +197,17 @@ class ObjectiveSpec(StrictModel):
     metric: str = "output_throughput"
     concurrency: int | None = None  # default: the first benchmark level
     direction: Literal["maximize", "minimize"] | None = None  # default: from the metric
+    per_gpu: bool = False
+    """Divide the metric by the GPUs each launch's layout uses (TP x PP,
+    tuner/space/layout.py): layouts with different GPU counts compared per GPU."""
     subject_to: list[str] = Field(default_factory=list)
     """Limits a recommended configuration must meet, e.g. ``ttft_ms.p99@64 <= 2000``
     (tuner/space/limits.py parses them; tuner/study/facts/feasibility.py judges them)."""
+
+    @property
+    def label(self) -> str:
+        """How trial lines name the objective's value: ``output_throughput/GPU`` per GPU."""
+        return f"{self.metric}/GPU" if self.per_gpu else self.metric
 
     @field_validator("subject_to")
     @classmethod
@@ -377,6 +388,7 @@ class SpaceSpec(StrictModel):
                 "or pick one of those levels"
             )
         _limit_levels(self.objective.subject_to, self.benchmark.concurrency)
+        _per_gpu_fits(self)
         objective, bench = self.objective, self.benchmark
         check_slo_objective(
             objective.metric, objective.concurrency, objective.subject_to,
@@ -411,6 +423,33 @@ def _limit_levels(limits: list[str], levels: list[int]) -> None:
                 f"benchmark.concurrency runs {levels}: add {level} to benchmark.concurrency "
                 "or name one of those levels (or @* for every level)"
             )
+
+
+PER_GPU_METRICS = ("output_throughput", "request_throughput", "total_throughput", "goodput")
+"""Metrics that add up over GPUs, so that a share per GPU means something."""
+
+
+def _per_gpu_fits(spec: SpaceSpec) -> None:
+    """``objective.per_gpu`` only where a value per GPU can be computed and is read."""
+    objective = spec.objective
+    if not objective.per_gpu:
+        return
+    if spec.objectives:
+        raise ValueError(
+            "objective.per_gpu is set with objectives: (several objectives), which are read "
+            "from the stored levels as measured: remove objective.per_gpu, or use one "
+            "objective: {metric, concurrency, per_gpu: true}"
+        )
+    if objective.metric not in PER_GPU_METRICS:
+        raise ValueError(
+            f"objective.per_gpu: {objective.metric} is not a throughput, so it does not divide "
+            f"by GPUs: use one of {', '.join(PER_GPU_METRICS)}, or remove per_gpu"
+        )
+    if spec.probe is not None:
+        raise ValueError(
+            "objective.per_gpu is set with a probe: section, whose decode-step estimate reads "
+            "the objective as a whole server's throughput: remove one of them"
+        )
 
 
 _OBJECTIVE_FIELDS = ("metric", "concurrency", "direction")

@@ -35,6 +35,7 @@ from tuner.launcher import (
 from tuner.launcher.load_phases import NEEDLES, load_phases
 from tuner.launcher.logfile import matching_lines
 from tuner.secrets import private_dir, scrub, secret_values
+from tuner.space.layout import layout_of
 from tuner.space.secret_params import launch_settings
 from tuner.space.settings import Settings, server_argv, server_env
 from tuner.space.spec import Space
@@ -273,6 +274,9 @@ class TrialRunner:
         pruned: str | None = None
         tokens, seconds = 0, 0.0
         by_capacity = spec.objective.metric == "capacity"
+        # objective.per_gpu: the value per GPU of this launch's layout (TP x PP), so that
+        # layouts of different sizes compare; the stored levels keep the whole server's.
+        gpus = layout_of(process.spec.argv).gpus if spec.objective.per_gpu else 1
         searches: list[dict[str, Any]] = []
         try:
             monitor.start()
@@ -284,7 +288,7 @@ class TrialRunner:
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
                     if concurrency == spec.objective_concurrency and not by_capacity:
-                        round_values.append(summary.metric(spec.objective.metric))
+                        round_values.append(summary.metric(spec.objective.metric) / gpus)
                         headline = _headline(summary)
                 if spec.benchmark.capacity is not None:
                     measure = partial(

@@ -20,6 +20,7 @@ from typing import Any
 from optuna.trial import TrialState
 
 from tuner import stats
+from tuner.space.layout import layout_of
 from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
@@ -59,6 +60,13 @@ class ConfigEntry:
     systemd drop-in runs (not in the JSON entry: see ``deploy`` of `tuner best -f json`)."""
     command_note: str | None = None
     """What in ``command`` the user should check (a port the sweep chose per launch)."""
+    gpus: int | None = None
+    """With ``objective.per_gpu``: the GPUs its layout uses (TP x PP); ``value`` is per GPU."""
+
+    @property
+    def total(self) -> float | None:
+        """With ``objective.per_gpu``: the whole server's figure, ``value`` x ``gpus``."""
+        return self.value * self.gpus if self.gpus is not None else None
 
     @property
     def changed(self) -> dict[str, Scalar]:
@@ -78,6 +86,10 @@ class ConfigEntry:
             "interval": list(self.interval) if self.interval is not None else None,
             "launches": self.launches,
         }
+        if self.gpus is not None:
+            out["per_gpu"] = True
+            out["gpus"] = self.gpus
+            out["value_total"] = self.total
         if self.reason is not None:
             out["reason"] = self.reason
         return out
@@ -334,6 +346,7 @@ def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEn
         launches=len(config.launches),
         command=tuple(command),
         command_note=note,
+        gpus=layout_of(command).gpus if space.spec.objective.per_gpu else None,
     )
 
 

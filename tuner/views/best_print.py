@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tuner.errors import ConfigError, NoAnswerError
-from tuner.views.best import BestReport, no_answer_sentence
+from tuner.views.best import BestReport, ConfigEntry, no_answer_sentence
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
@@ -140,9 +140,18 @@ def probe_lines(probe: ProbeSummary, concurrency: int) -> list[str]:
     return lines
 
 
+def _value_text(entry: ConfigEntry) -> str:
+    """The entry's value; per GPU, with the whole server's figure beside it."""
+    if entry.gpus is None or entry.total is None:
+        return f"{entry.value:.4g}"
+    return f"{entry.value:.4g} per GPU ({entry.total:.4g} on {entry.gpus} GPUs)"
+
+
 def _best_table(report: BestReport) -> Table:
     at = "" if report.metric == "capacity" else f" at concurrency {report.concurrency}"
-    table = Table(title=f"{report.study}: {report.metric}{at} ({report.direction})")
+    per_gpu = " per GPU" if report.best is not None and report.best.gpus is not None else ""
+    title = f"{report.study}: {report.metric}{per_gpu}{at} ({report.direction})"
+    table = Table(title=title)
     for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
         table.add_column(col)
     for label, entry in (
@@ -155,7 +164,7 @@ def _best_table(report: BestReport) -> Table:
         table.add_row(
             label,
             str(entry.trial),
-            f"{entry.value:.4g}",
+            _value_text(entry),
             "[{:.4g}, {:.4g}]".format(*entry.interval) if entry.interval else "-",
             str(entry.launches),
             " ".join(f"{k}={v}" for k, v in entry.changed.items()) or "(defaults)",

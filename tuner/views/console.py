@@ -102,7 +102,7 @@ def run_with_console(
     console.print(
         f"Study [bold]{space.study_name}[/] in {safe_url(storage)}: "
         f"{len(space.spec.params)} params, "
-        f"objective {space.spec.objective.metric} at concurrency {space.spec.objective_concurrency}"
+        f"objective {space.spec.objective.label} at concurrency {space.spec.objective_concurrency}"
     )
     progress = Progress(
         SpinnerColumn(),

@@ -60,7 +60,7 @@ def publish(storage: str, study: str, report: Path, artifacts: Path | None = Non
     artifact (replacing the one uploaded before); the new artifact's id."""
     opened = open_study(storage, study)
     optuna_study = opened.optuna_study
-    name_objective(optuna_study, opened.space.spec.objective.metric)
+    name_objective(optuna_study, opened.space.spec.objective.label)
     verdicts.record_final(optuna_study, analysis.analyze(opened.store, opened.space))
     store = FileSystemArtifactStore(str(private_dir(artifacts or artifact_dir(storage))))
     previous = optuna_study.user_attrs.get(attrs.REPORT_ARTIFACT)

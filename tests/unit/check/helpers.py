@@ -51,7 +51,7 @@ def space_file(tmp_path: Path, **sections: Any) -> Path:
     for key, value in sections.items():
         if key == "command":
             raw["server"]["command"] = value
-        elif key in ("env", "port", "cpus"):
+        elif key in ("env", "port", "cpus", "gpus"):
             raw["server"][key] = value
         else:
             raw[key] = value

@@ -36,7 +36,8 @@ def test_a_choice_the_model_rules_out_is_a_warning(tmp_path: Path) -> None:
     )
     assert report.ok
     warnings = messages(report, "warning")
-    assert "params.tp: 3 can never start" in warnings and "recorded as not launched" in warnings
+    assert "params.tp: 3 can never start with the other params at default" in warnings
+    assert "recorded as not launched" in warnings
     assert "2 can never" not in warnings
     assert "config read from" in messages(report, "ok")
 
@@ -76,3 +77,21 @@ def test_an_existing_folder_and_a_repo_id_pass(tmp_path: Path) -> None:
     assert "no config.json for" in messages(report, "ok")
     report = run_check(tmp_path, command=[*SIM, "--model", "org/not-downloaded-here"])
     assert report.ok, report.summary()
+
+
+# --- the layout against server.gpus --------------------------------------------------------
+
+
+def test_a_layout_needing_more_gpus_than_the_server_has_is_named(tmp_path: Path) -> None:
+    report = run_check(
+        tmp_path,
+        command=[*SIM, "-tp", "2"],
+        gpus=4,
+        params={"tp": {"args": ["-tp", "{value}"], "choices": ["default", 4, 8]}},
+    )
+    warnings = messages(report, "warning")
+    assert "params.tp: 8 can never start with the other params at default" in warnings
+    assert "available GPUs (4) (server.gpus)" in warnings
+    assert "params.tp: 4 can never" not in warnings
+    baseline = run_check(tmp_path, command=[*SIM, "-tp", "8"], gpus=4)
+    assert "the baseline cannot start: Tensor parallel size (8)" in messages(baseline, "error")

@@ -204,7 +204,7 @@ class SingleGoal:
 
     def optuna_objectives(self, spec: SpaceSpec) -> tuple[stats.Direction, str]:
         """The study's direction and the name of its objective, as optuna takes them."""
-        return spec.direction, spec.objective.metric
+        return spec.direction, spec.objective.label  # output_throughput/GPU per GPU
 
     def optuna_value(
         self, mean: float, per_objective: Callable[[], list[float]]

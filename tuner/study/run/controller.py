@@ -86,7 +86,7 @@ class SweepController:
         self._apply(study, snap.state, next_launch.opening(snap, self.goal))
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        self.observer.trial_finished(trial, self.spec.objective.metric)
+        self.observer.trial_finished(trial, self.spec.objective.label)
         if self.recover is not None:
             self.recover()  # a dead worker's trial: failed, queued again before all else
         launched_now = trial.user_attrs.get(attrs.LAUNCHED, False)

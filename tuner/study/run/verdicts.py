@@ -27,7 +27,8 @@ def config_verdict(facts: analysis.StudyAnalysis, config: analysis.ConfigResult)
         return "the defaults (baseline)"
     if baseline is None:
         return "measured; the defaults have no completed launch to compare with yet"
-    return "vs the defaults: " + facts.compare(config, baseline).describe()
+    per_gpu = " per GPU" if facts.space.spec.objective.per_gpu else ""
+    return f"vs the defaults{per_gpu}: " + facts.compare(config, baseline).describe()
 
 
 def measured_verdict(facts: analysis.StudyAnalysis, config_hash: str) -> str | None:
