@@ -93,7 +93,10 @@ def ceiling(inputs: CeilingInputs) -> Ceiling:
     if i.weight_bytes_per_gpu is None:
         missing.append("the model's weight bytes (its config.json, or probe.model_config)")
     if i.memory_bandwidth_gbps is None:
-        missing.append("the GPU's memory bandwidth (probe.memory_bandwidth_gbps)")
+        missing.append(
+            "the GPU's memory bandwidth (probe.memory_bandwidth_gbps: `tuner probe membw` "
+            "measures it)"
+        )
     if i.measured_tokens_per_s is None:
         missing.append("a measured decode rate of the recommended configuration")
     memory_s = None
