@@ -284,7 +284,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
         probe=(probe := probe_summary(space, opened.optuna_study, recommended)),
-        ceiling=ceiling_summary(space, probe, recommended),
+        ceiling=ceiling_summary(space, probe, recommended, row.inventory if row else None),
         could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),

@@ -9,6 +9,9 @@ of setting the study searches (NCCL alone, others, speculative decoding).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tuner.errors import ConfigError
 from tuner.probe.ceiling import Ceiling, CeilingInputs, ceiling
 from tuner.probe.model_config import probe_model_config
@@ -24,9 +27,17 @@ _SPECULATIVE = ("--speculative-config", "--num-speculative-tokens", "--speculati
 
 
 def ceiling_summary(
-    space: Space, probe: ProbeSummary | None, recommended: analysis.ConfigResult | None
+    space: Space,
+    probe: ProbeSummary | None,
+    recommended: analysis.ConfigResult | None,
+    inventory: Mapping[str, Any] | None = None,
 ) -> Ceiling | None:
-    """The ceiling of the recommended configuration; None without the probe's figures."""
+    """The ceiling of the recommended configuration; None without the probe's figures.
+
+    The bandwidth is ``probe.memory_bandwidth_gbps``, else NVML's theoretical peak of the
+    slowest GPU in the study's stored ``inventory``: a peak gives a lower memory floor, so
+    the bound stays a bound, only a looser one.
+    """
     spec = space.spec.probe
     if spec is None or probe is None or probe.disabled:
         return None
@@ -46,10 +57,20 @@ def ceiling_summary(
         except ModelShapeError as exc:
             weights_source = str(exc)
     params = space.spec.params.values()
+    bandwidth = spec.memory_bandwidth_gbps
+    bandwidth_source = "the space file (probe.memory_bandwidth_gbps)"
+    if bandwidth is None:
+        bandwidth = inventory_bandwidth_gbps(inventory)
+        bandwidth_source = (
+            "NVML's theoretical peak of the study's GPUs (`tuner probe membw` measures a "
+            "tighter one for probe.memory_bandwidth_gbps)"
+            if bandwidth
+            else ""
+        )
     return ceiling(
         CeilingInputs(
             weight_bytes_per_gpu=weights,
-            memory_bandwidth_gbps=spec.memory_bandwidth_gbps,
+            memory_bandwidth_gbps=bandwidth,
             allreduces_per_token=probe.allreduces_per_token,
             best_us=probe.best_us,
             own_us=probe.own_us if probe.own_us is not None else probe.default_us,
@@ -58,9 +79,15 @@ def ceiling_summary(
             speculative=any(
                 any(str(a).split("=")[0] in _SPECULATIVE for a in p.args or ()) for p in params
             ),
-            bandwidth_source=(
-                "the space file (probe.memory_bandwidth_gbps)" if spec.memory_bandwidth_gbps else ""
-            ),
+            bandwidth_source=bandwidth_source,
             weights_source=weights_source or "",
         )
     )
+
+
+def inventory_bandwidth_gbps(inventory: Mapping[str, Any] | None) -> float | None:
+    """The slowest GPU's NVML figure in a stored inventory (telemetry/inventory.py)."""
+    gpus = (inventory or {}).get("gpus") or []
+    figures = [g.get("memory_bandwidth_gbps") for g in gpus if isinstance(g, Mapping)]
+    found = [float(f) for f in figures if isinstance(f, int | float) and f > 0]
+    return min(found) if found else None
