@@ -74,3 +74,17 @@ def test_a_missing_config_json_is_said_not_raised(tmp_path: Path) -> None:
 
 def test_no_probe_no_ceiling(tmp_path: Path) -> None:
     assert ceiling_summary(_space(tmp_path), None, None) is None
+
+
+def test_a_study_of_speculative_decoding_gets_no_gain_figure(tmp_path: Path) -> None:
+    raw = yaml.safe_load(SIM_YAML.read_text())
+    raw["probe"]["config_json"] = str(SIM_YAML.parent / "models" / "kimi-k2.5-int4")
+    raw["params"]["drafts"] = {
+        "args": ["--num-speculative-tokens", "{value}"],
+        "choices": ["default", 3],
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    c = ceiling_summary(load_space(path), PROBE, None)
+    assert c is not None and c.bound_tokens_per_s is not None and c.max_gain is None
+    assert "speculative decoding" in c.sentence
