@@ -118,7 +118,7 @@ def ceiling(inputs: CeilingInputs) -> Ceiling:
         weights_source=i.weights_source,
     )
     if memory_s is None or bound is None or not i.measured_tokens_per_s:
-        return replace(base, sentence="no ceiling: missing " + "; ".join(missing))
+        return replace(base, sentence="not computed, missing: " + "; ".join(missing))
     step = 1.0 / i.measured_tokens_per_s
     own_comm = i.allreduces_per_token * i.own_us * 1e-6
     nccl_cut = max(0.0, own_comm - comm_s)
