@@ -29,6 +29,7 @@ class FakeGpu:
     throttle_reasons: tuple[str, ...] = ()
     energy_supported: bool = True  # False: sample() reports no energy counter (older GPUs)
     nvlink_links: int = 0
+    memory_bandwidth_gbps: float | None = 1792.0  # NVML's theoretical figure
 
 
 class FakeGpuBackend:
@@ -61,6 +62,7 @@ class FakeGpuBackend:
             pcie_gen_max=5,
             pcie_width_max=16,
             nvlink_links=gpu.nvlink_links,
+            memory_bandwidth_gbps=gpu.memory_bandwidth_gbps,
         )
 
     def memory_used_mib(self, index: int) -> float:

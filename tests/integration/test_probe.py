@@ -19,10 +19,14 @@ import pytest
 from tests.integration.sweep_helpers import FAST_SIM, write_space
 from tests.probe_helpers import KIMI_SIZE, nccl_space, write
 from tuner.probe.run import ProbeError, measure
+from tuner.sim import PROFILES, SimSettings
+from tuner.sim.model import ceiling_tokens_per_s
 from tuner.space.spec import load_space
 from tuner.study import attrs
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
+
+SIM_YAML = Path(__file__).parents[2] / "search_spaces" / "sim.yaml"
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -155,6 +159,31 @@ def test_a_kimi_nccl_study_on_the_sim_ends_with_the_baseline_launches(tmp_path: 
     assert report.keep_defaults is True
     assert report.probe is not None and report.probe.comm_share is not None
     assert report.probe.measured_tokens_per_s < report.probe.floor_tokens_per_s  # type: ignore[operator]
+
+
+def test_best_s_ceiling_on_the_sim_s_kimi_is_its_truth_within_five_percent(
+    tmp_path: Path,
+) -> None:
+    raw = _sim_probe_space("kimi-k2.5-int4-tp8")
+    raw["server"]["command"] += ["--tensor-parallel-size", "8"]  # tuner reads TP from argv
+    raw["probe"]["config_json"] = str(SIM_YAML.parent / "models" / "kimi-k2.5-int4")
+    # The sim runs at --time-scale 0.1: everything ten times faster, as on a GPU with ten
+    # times the RTX PRO 6000's 1792 GB/s.
+    raw["probe"]["memory_bandwidth_gbps"] = 17920
+    space = load_space(write(tmp_path, raw))
+    storage = f"sqlite:///{tmp_path}/c.db"
+    run_sweep(space, storage=storage, n_trials=20, seed=0, preflight=False)
+    report = best_report(storage, space.study_name)
+    c = report.ceiling
+    assert c is not None and c.bound_tokens_per_s is not None and c.share is not None
+    truth = ceiling_tokens_per_s(PROFILES["kimi-k2.5-int4-tp8"], SimSettings())
+    assert truth is not None
+    assert c.bound_tokens_per_s * 0.1 == pytest.approx(truth, rel=0.05)
+    measured = c.measured_tokens_per_s * 0.1  # type: ignore[operator]
+    assert measured == pytest.approx(81.4, rel=0.05)  # the seeds' single stream
+    assert c.share == pytest.approx(measured / truth, rel=0.05)
+    assert report.to_json()["ceiling"]["sentence"] == c.sentence
+    assert "no launch setting of this study can give more than" in c.sentence
 
 
 # alone: a 5% gain at 0.3% noise; CI saw it go unconfirmed while two xdist workers and the

@@ -88,6 +88,8 @@ def test_the_installed_tuner_is_the_wheel(installed: Path, tmp_path: Path) -> No
     assert sorted(p.name for p in Path(shipped).glob("*.yaml")) == sorted(
         p.name for p in (ROOT / "search_spaces").glob("*.yaml")
     )
+    # sim.yaml's probe.config_json: the ceiling's model shape ships with it.
+    assert (Path(shipped) / "models" / "kimi-k2.5-int4" / "config.json").is_file()
 
 
 def test_check_finds_a_shipped_space_by_name(installed: Path, tmp_path: Path) -> None:

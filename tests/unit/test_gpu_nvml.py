@@ -184,6 +184,14 @@ def fake_pynvml(
         return 16
 
     @api
+    def nvmlDeviceGetMaxClockInfo(h: Any, clock: int) -> int:
+        return {mod.NVML_CLOCK_MEM: 3201, mod.NVML_CLOCK_SM: 1980}[clock]  # an H200's
+
+    @api
+    def nvmlDeviceGetMemoryBusWidth(h: Any) -> int:
+        return 6144
+
+    @api
     def nvmlDeviceGetEnforcedPowerLimit(h: Any) -> int:
         index_of(h)
         return 600_000
@@ -435,3 +443,13 @@ def test_close_is_idempotent() -> None:
     backend.close()
     backend.close()
     assert mod.shutdowns == 1
+
+
+def test_info_gives_the_theoretical_memory_bandwidth_or_none() -> None:
+    backend, _ = backend_with()
+    # H200: 3201 MHz x 6144 bits x 2 (double data rate) = 4917 GB/s (its sheet: 4.8 TB/s).
+    assert backend.info(0).memory_bandwidth_gbps == pytest.approx(4917.2, rel=1e-4)
+    older, _ = backend_with(missing=["nvmlDeviceGetMemoryBusWidth"])
+    assert older.info(0).memory_bandwidth_gbps is None
+    unsupported, _ = backend_with(unsupported=["nvmlDeviceGetMaxClockInfo"])
+    assert unsupported.info(0).memory_bandwidth_gbps is None

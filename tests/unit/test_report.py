@@ -13,6 +13,7 @@ import pytest
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, final_block, hand_study
 from tuner.errors import NoAnswerError
 from tuner.launcher.load_phases import LoadPhases
+from tuner.probe.ceiling import CeilingInputs, ceiling
 from tuner.report import svg
 from tuner.report.data import Failure, build_report, pareto
 from tuner.report.html import render
@@ -249,3 +250,22 @@ def test_what_a_launch_costs_per_fidelity_when_phases_were_stored(tmp_path: Path
     rows = section.split("<tr>")[2:]
     assert [r.split("</td>")[0].removeprefix("<td>") for r in rows] == ["full", "screening"]
     assert "<td class=num>2000.0</td>" in rows[0] and "<td class=num>1.0</td>" in rows[1]
+
+
+def test_the_ceiling_is_a_paragraph_of_the_answer_only_with_the_probe(tmp_path: Path) -> None:
+    data = build_report(hand_study(tmp_path, GAIN), "hand")
+    assert 'id="ceiling"' not in render(data)  # no probe: no ceiling
+    c = ceiling(
+        CeilingInputs(
+            weight_bytes_per_gpu=6e9,
+            memory_bandwidth_gbps=1500.0,
+            allreduces_per_token=100,
+            best_us=60.0,
+            own_us=62.0,
+            measured_tokens_per_s=80.0,
+            other_settings=False,
+        )
+    )
+    page = render(dataclasses.replace(data, answer=dataclasses.replace(data.answer, ceiling=c)))
+    assert '<p id="ceiling">Ceiling: Measured 80 tok/s is 80.0% of the bound 100 tok/s' in page
+    assert "no launch setting of this study can give more than 1.6%" in page

@@ -201,3 +201,25 @@ def test_a_tpe_proposal_that_changes_a_frozen_param_is_not_launched(tmp_path: Pa
     assert any(
         r.startswith("NCCL_BUFFSIZE no longer searched: the probe found it") for r in reasons
     )
+
+
+def test_probe_config_json_sizes_the_probe_and_gives_best_its_ceiling(tmp_path: Path) -> None:
+    kimi = Path(__file__).parents[2] / "search_spaces" / "models" / "kimi-k2.5-int4"
+    space = nccl_space(
+        server={"command": ["srv", "--port", "{port}", "--tensor-parallel-size", "8"]}
+    )
+    space["probe"] = {"command": ["unused"], "config_json": str(kimi)}  # sizes, layers: auto
+    space["probe"]["memory_bandwidth_gbps"] = 1792
+    result, _, storage, probe = _sweep(tmp_path, space, "kimi-k2.5-int4-tp8")
+    assert result.stop_reason == "probe"
+    report = best_report(storage, "p")
+    assert report.probe is not None
+    assert report.probe.size == KIMI_SIZE and report.probe.allreduces_per_token == 122
+    c = report.ceiling
+    assert c is not None and c.bound_tokens_per_s is not None
+    assert 81.4 < c.bound_tokens_per_s < 95  # memory 3.4 ms + communication ~8.2 ms
+    # NCCL settings alone: the gap they can close is the probe's difference, under 1%.
+    assert c.max_gain is not None and 0 <= c.max_gain < 0.01
+    console = Console(record=True, width=400)
+    print_best(report, "table", console)
+    assert "no launch setting of this study can give more than" in console.export_text()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from tuner.check.command import is_python, module_exists, python_module
 from tuner.check.report import Findings
+from tuner.errors import ConfigError
+from tuner.probe.model_config import probe_model_config
 from tuner.probe.run import probe_argv
 from tuner.probe.sizes import ProbePlanError, probe_plan
 from tuner.space import model_limits
@@ -27,7 +29,12 @@ def check_probe(space: Space, found: Findings) -> None:
     if probe is None:
         return
     try:
-        plan = probe_plan(probe, space.spec.benchmark, model_limits.load_model_config(space))
+        config = probe_model_config(space)
+    except ConfigError as exc:
+        found.add("warning", "probe.config_json", f"{exc}; the ceiling cannot be computed")
+        config = model_limits.load_model_config(space)
+    try:
+        plan = probe_plan(probe, space.spec.benchmark, config)
     except ProbePlanError as exc:
         found.add("warning", "probe.sizes", f"{exc}; until then the sweep runs without it")
         return

@@ -196,6 +196,23 @@ def probe_allreduce(
     typer.echo(json.dumps(run_allreduce(options)))
 
 
+@probe_app.command("membw")
+@handles_errors
+def probe_membw(
+    size: Annotated[str, typer.Option(help="Bytes copied per pass, e.g. 1G or 268435456.")] = "1G",
+    repeats: Annotated[int, typer.Option(min=1, help="Timed batches (the best counts).")] = 5,
+    iters: Annotated[int, typer.Option(min=1, help="Copies per timed batch.")] = 10,
+) -> None:
+    """Each GPU's memory bandwidth: a timed copy with torch, else NVML's theoretical figure."""
+    from tuner.probe.allreduce import parse_sizes
+    from tuner.probe.membw import MembwOptions, membw
+
+    sizes = parse_sizes(size)
+    if len(sizes) != 1:
+        raise ConfigError(f"--size {size!r}: give one byte size, e.g. 1G")
+    typer.echo(json.dumps(membw(MembwOptions(size_bytes=sizes[0], repeats=repeats, iters=iters))))
+
+
 @probe_app.command(
     "nccl-tests", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
 )

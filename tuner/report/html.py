@@ -167,6 +167,9 @@ def _answer_section(data: ReportData) -> str:
     if a.screening is not None:  # views/best_screening.py: screening searched, full decided
         lines = a.screening.lines()
         parts.append(f'<p id="screening">{"<br>".join(esc(x) for x in lines)}</p>')
+    if a.ceiling is not None:  # views/ceiling_summary.py: the bound, the share, the gap
+        sentence = a.ceiling.sentence
+        parts.append(f'<p id="ceiling">Ceiling: {esc(sentence[:1].upper() + sentence[1:])}.</p>')
     if a.capacity is not None:  # views/best_capacity.py: the capacity searches' figures
         parts.append(f'<p id="capacity">{"<br>".join(esc(x) for x in a.capacity.lines())}</p>')
     rec = a.recommended

@@ -283,6 +283,30 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
     return compute, comm
 
 
+def memory_floor_s(profile: Profile, settings: SimSettings) -> float | None:
+    """Seconds a decode step needs to read its weights once: the compute part's floor.
+
+    The compute part of :func:`step_parts` holds it (tests/unit/test_sim_profiles.py
+    checks that it fits); the rest of that part is kernels, launches and imperfect
+    overlap. None when the profile gives no figures.
+    """
+    bw, weights = profile.memory_bandwidth_gbps, profile.decode_weight_bytes_per_gpu
+    if not bw or not weights:
+        return None
+    # Sharded weights spread over more ranks; the replicated part is ignored here.
+    return weights * profile.default_tp / effective_tp(profile, settings) / (bw * 1e9)
+
+
+def ceiling_tokens_per_s(profile: Profile, settings: SimSettings) -> float | None:
+    """The sim's own bound of one stream: reading the weights plus the all-reduces, nothing
+    else (what tuner's ceiling estimates from config.json, the bandwidth and the probe)."""
+    memory = memory_floor_s(profile, settings)
+    if memory is None:
+        return None
+    _, comm = step_parts(profile, settings, 1)
+    return 1.0 / (memory + comm)
+
+
 def step_time(profile: Profile | str, settings: SimSettings | None, batch: int) -> float:
     """Noise-free seconds of one decode step with ``batch`` running requests (before the
     per-launch speed factor and ``--time-scale``)."""

@@ -253,6 +253,9 @@ class Profile:
     launch_sd: float = 0.004  # log-normal per-launch speed offset
     default_max_num_seqs: int = 1024  # vLLM's default on GPUs with >= 70 GiB
     default_max_num_batched_tokens: int = 8192
+    memory_bandwidth_gbps: float | None = None  # GB/s per GPU, the spec sheet's
+    decode_weight_bytes_per_gpu: float | None = None  # at default_tp: what a step reads
+    """The two figures of the memory floor (tuner.sim.model.memory_floor_s); None: unknown."""
 
     @property
     def served_name(self) -> str:
@@ -285,6 +288,16 @@ KIMI = Profile(
     weight_block_n=32,
     reasoning_share=0.5,  # calibration: about half reasoning, half content
     load_shards=64,
+    # RTX PRO 6000 Blackwell: 512-bit GDDR7 at 28 Gbps = 1792 GB/s.
+    memory_bandwidth_gbps=1792.0,
+    # What one decode step reads on each of 8 ranks, from Kimi K2's published shape
+    # (search_spaces/models/kimi-k2.5-int4/config.json), in GB: attention in bf16,
+    # 61 x (15.1M replicated q_a/kv_a + 86.0M / 8) x 2 B = 3.16; the dense first layer's
+    # MLP 396M / 8 x 2 B = 0.10; 60 shared experts 44.0M / 8 x 2 B = 0.66; 60 x 8 routed
+    # experts 44.0M / 8 at INT4 with a bf16 scale per 32 (4.5 bits) = 1.49; the router
+    # 60 x 2.75M x 2 B (replicated) = 0.33; the lm_head 1.17G / 8 x 2 B = 0.29: 6.0 GB,
+    # 3.35 ms at 1792 GB/s, inside the 4.05 ms the step spends outside all-reduce.
+    decode_weight_bytes_per_gpu=6.0e9,
     startup=startup_figures(
         weights_s=36 * 60.0,
         layers=61,

@@ -32,6 +32,11 @@ class ProbeSpec(StrictModel):
     bytes_per_element: int = Field(default=2, ge=1)
     timeout_s: float = Field(default=120, gt=0)
     comm_share: Literal["auto"] | float = "auto"
+    memory_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    """GB/s per GPU for the ceiling's memory floor; overrides `tuner probe membw`'s figure."""
+    config_json: str | None = None
+    """A config.json (or the folder holding it), relative to the space file, for a model
+    whose own is not on this machine (the simulator's)."""
 
     @field_validator("command", mode="before")
     @classmethod

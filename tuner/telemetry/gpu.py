@@ -62,6 +62,8 @@ class GpuInfo:
     pcie_width_max: int | None = None
     nvlink_links: int = 0  # active NVLink links; 0 on PCIe-only GPUs
     power_limit_w: float | None = None  # the enforced board power limit
+    memory_bandwidth_gbps: float | None = None
+    """Theoretical peak GB/s: max memory clock x bus width x 2 (double data rate)."""
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,19 @@ class NvmlGpuBackend:
             pcie_width_max=self._int("nvmlDeviceGetMaxPcieLinkWidth", h),
             nvlink_links=self._nvlink_links(h),
             power_limit_w=float(limit_mw) / 1000.0 if limit_mw is not None else None,
+            memory_bandwidth_gbps=self._memory_bandwidth_gbps(h),
         )
+
+    def _memory_bandwidth_gbps(self, h: Any) -> float | None:
+        """The spec-sheet figure from NVML: NVML gives the memory clock at half the data
+        rate (HBM3 on an H100: 2619 MHz x 5120 bits x 2 = 3.35 TB/s; GDDR6X on an RTX 4090:
+        10501 MHz x 384 bits x 2 = 1008 GB/s), so double data rate it is."""
+        clock = getattr(self._nvml, "NVML_CLOCK_MEM", 2)
+        mhz = self._int("nvmlDeviceGetMaxClockInfo", h, clock)
+        bits = self._int("nvmlDeviceGetMemoryBusWidth", h)
+        if not mhz or not bits:
+            return None
+        return mhz * 1e6 * bits / 8 * 2 / 1e9
 
     def memory_used_mib(self, index: int) -> float:
         """Used memory of one GPU, in MiB.

@@ -20,6 +20,7 @@ from typing import Any
 from optuna.trial import TrialState
 
 from tuner import stats
+from tuner.probe.ceiling import Ceiling
 from tuner.space.layout import layout_of
 from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
@@ -30,6 +31,7 @@ from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.best_screening import ScreeningAnswer, screening_answer
+from tuner.views.ceiling_summary import ceiling_summary
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
@@ -173,6 +175,8 @@ class BestReport:
     """Set when a configuration other than the baseline is recommended."""
     probe: ProbeSummary | None = None
     """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
+    ceiling: Ceiling | None = None
+    """With the probe: the bound from memory plus communication (views/ceiling_summary.py)."""
     could_have_missed: CouldHaveMissed | None = None
     """Set when the recommendation is the defaults."""
     hardware: StudyHardware | None = None
@@ -213,6 +217,8 @@ class BestReport:
             out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
         if self.probe is not None:
             out["probe"] = self.probe.to_json()
+        if self.ceiling is not None:
+            out["ceiling"] = self.ceiling.to_json()
         if self.could_have_missed is not None:
             out["could_have_missed"] = self.could_have_missed.to_json()
         if self.hardware is not None:
@@ -289,7 +295,8 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         ),
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
-        probe=probe_summary(space, opened.optuna_study, recommended),
+        probe=(probe := probe_summary(space, opened.optuna_study, recommended)),
+        ceiling=ceiling_summary(space, probe, recommended, row.inventory if row else None),
         could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),

@@ -85,6 +85,10 @@ def print_best(
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
+    if report.ceiling is not None:
+        console.print(
+            f"Ceiling: {report.ceiling.sentence}.", highlight=False, markup=False, soft_wrap=True
+        )
     for line in report.capacity.lines() if report.capacity is not None else ():
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if report.limits is not None:

@@ -45,6 +45,8 @@ class ProbeSummary:
     probed: int
     pruned: int
     disabled: str | None = None
+    own_us: float | None = None
+    """The recommended configuration's own NCCL setting's probe (the defaults' if unprobed)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class ProbeSummary:
             "probed": self.probed,
             "pruned": self.pruned,
             "disabled": self.disabled,
+            "own_us": self.own_us,
         }
 
 
@@ -83,13 +86,13 @@ def probe_summary(
     if default_key not in means:
         return None
     best_key = min(means, key=lambda k: means[k])
-    measured = share = None
+    measured = share = own_us = None
     if recommended is not None:
         step_s = decode_step_s(space, recommended.estimate.mean)
         if step_s is not None:
             measured = 1.0 / step_s
             own = nccl_key(space, recommended.params)
-            us = means.get(own, means[default_key])
+            us = own_us = means.get(own, means[default_key])
             share = comm_share(per_token * us * 1e-6, step_s)
     finding = study.user_attrs.get(attrs.PROBE_FINDING) or {}
     trials = study.get_trials(deepcopy=False)
@@ -107,4 +110,5 @@ def probe_summary(
         probed=len(cache),
         pruned=sum(1 for t in trials if str(t.user_attrs.get(attrs.REASON, "")).startswith(PRUNED)),
         disabled=study.user_attrs.get(attrs.PROBE_DISABLED),
+        own_us=own_us,
     )

@@ -38,6 +38,16 @@ def test_sizes_come_from_the_model_s_config_json(tmp_path: Path) -> None:
     assert "4 all-reduces per token" in ok
 
 
+def test_probe_config_json_sizes_the_probe_or_warns(tmp_path: Path) -> None:
+    kimi = Path(__file__).parents[3] / "search_spaces" / "models" / "kimi-k2.5-int4"
+    report = run_check(tmp_path, probe={"command": SIM_PROBE, "config_json": str(kimi)})
+    ok = messages(report, "ok")
+    assert "14336 bytes at concurrency 1" in ok and "122 all-reduces per token" in ok
+    broken = run_check(tmp_path, probe={"command": SIM_PROBE, "config_json": "nope.json"})
+    assert broken.ok  # a warning: the probe and the ceiling, never an error
+    assert "probe.config_json" in messages(broken, "warning")
+
+
 def test_auto_sizes_without_a_config_json_warn_that_the_sweep_runs_without_it(
     tmp_path: Path,
 ) -> None:

@@ -25,7 +25,9 @@ from typing import Any
 
 import optuna
 
+from tuner.errors import ConfigError
 from tuner.events import SweepObserver
+from tuner.probe.model_config import probe_model_config
 from tuner.probe.run import ProbeError
 from tuner.probe.screen import (
     NcclFinding,
@@ -101,6 +103,11 @@ class SweepProbe:
         sizes cannot be known here)."""
         if space.spec.probe is None:
             return None
+        if space.spec.probe.config_json is not None:  # the space's own config.json first
+            try:
+                model_config = probe_model_config(space)
+            except ConfigError as exc:
+                observer.message(f"probe: {exc}")
         try:
             plan = probe_plan(space.spec.probe, space.spec.benchmark, model_config)
         except ProbePlanError as exc:
