@@ -79,14 +79,13 @@ def off_reason(
 
 
 def _group_off(topology: Topology, group: list[int], tp: int) -> str | None:
-    names = ",".join(map(str, group))
+    names = _gpu_names(group)
     unlinked = topology.unlinked(group) if tp > 2 else []
     if unlinked:
         pair = unlinked[0]
         return (
-            f"TP={tp} on GPUs {names}, and no NVLink between GPU {pair.a} and GPU {pair.b} "
-            f"({topology.summary()}): vLLM uses its custom all-reduce only on 2 GPUs or on "
-            "GPUs all joined by NVLink"
+            f"TP={tp} on GPUs {names} with no NVLink between GPU {pair.a} and GPU {pair.b}: "
+            "vLLM uses its custom all-reduce only on 2 GPUs or on GPUs all joined by NVLink"
         )
     blocked = topology.p2p_unsupported(group)
     if blocked:
@@ -134,6 +133,13 @@ def refusal(
     if reason is None:
         return None
     return f"{', '.join(named)}: vLLM ignores {FLAG} here ({reason})"
+
+
+def _gpu_names(group: list[int]) -> str:
+    """``0-7`` for a run of consecutive indices, else ``4,0,5``."""
+    if len(group) > 2 and group == list(range(group[0], group[0] + len(group))):
+        return f"{group[0]}-{group[-1]}"
+    return ",".join(map(str, group))
 
 
 def _visible(env: Mapping[str, str], count: int) -> list[int] | None:
