@@ -138,7 +138,9 @@ class Topology:
         pcie = _levels(p for p in pairs if p is not None and not p.linked)
         total = len(pairs)
         if linked and len(linked) == total:
-            bonds = _levels(linked)
+            # nvidia-smi's bond names (NV18) only: NVML's PCIe level of an NVLinked pair is
+            # not the path its traffic takes.
+            bonds = _levels(p for p in linked if p.smi is not None and p.smi.startswith("NV"))
             return f"{head}, fully NVLinked{f' ({bonds})' if bonds else ''}"
         if linked:
             return (
