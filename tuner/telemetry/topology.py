@@ -147,8 +147,14 @@ class Topology:
                 f"{head}, NVLink between {len(linked)} of {total} pairs, "
                 f"PCIe{f' ({pcie})' if pcie else ''} between the others"
             )
-        if any(p is None or p.linked is None for p in pairs):
+        unknown = sum(1 for p in pairs if p is None or p.linked is None)
+        if unknown == total:
             return f"{head}, NVLink unknown{f' (PCIe: {pcie})' if pcie else ''}"
+        if unknown:
+            return (
+                f"{head}, no NVLink between the {total - unknown} pairs read"
+                f"{f' ({pcie})' if pcie else ''}, {unknown} unknown"
+            )
         return f"{head}, PCIe only{f' ({pcie} between pairs)' if pcie else ''}, no NVLink"
 
     def to_json(self) -> dict[str, Any]:
