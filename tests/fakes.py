@@ -295,3 +295,87 @@ class RecordingObserver(SweepObserver):
 
     def cost_plan(self, plan: Any) -> None:
         self.events.append(("cost_plan", plan))
+
+
+class FakeTopologyNvml:
+    """A stand-in for ``pynvml`` answering the topology reader's questions (no GPU needed).
+
+    ``nvlink`` holds the pairs (a, b) joined by NVLink; ``p2p_blocked`` the pairs whose P2P
+    reads and writes NVML reports unsupported; ``pcie`` the PCIe level (NVML's number,
+    default 50: SYS) of each pair. ``missing`` names entry points an older pynvml lacks;
+    ``init_error`` is raised by ``nvmlInit`` (a machine without a driver).
+    """
+
+    NVML_P2P_CAPS_INDEX_READ = 0
+    NVML_P2P_CAPS_INDEX_WRITE = 1
+    NVML_P2P_CAPS_INDEX_NVLINK = 2
+    NVML_P2P_STATUS_OK = 0
+    NVML_P2P_STATUS_NOT_SUPPORTED = 5
+    NVML_FEATURE_ENABLED = 1
+    NVML_NVLINK_MAX_LINKS = 18
+
+    class NVMLError(Exception):
+        pass
+
+    class NVMLError_LibraryNotFound(NVMLError):  # noqa: N801 - pynvml's spelling
+        pass
+
+    class NVMLError_NotSupported(NVMLError):  # noqa: N801 - pynvml's spelling
+        pass
+
+    def __init__(
+        self,
+        gpus: int,
+        *,
+        nvlink: set[tuple[int, int]] | None = None,
+        links_per_gpu: int = 18,
+        p2p_blocked: set[tuple[int, int]] | None = None,
+        pcie: dict[tuple[int, int], int] | None = None,
+        missing: set[str] | None = None,
+        init_error: Exception | None = None,
+    ) -> None:
+        self.gpus = gpus
+        self.nvlink = {tuple(sorted(p)) for p in nvlink or set()}
+        self.links_per_gpu = links_per_gpu
+        self.p2p_blocked = {tuple(sorted(p)) for p in p2p_blocked or set()}
+        self.pcie = pcie or {}
+        self.missing = missing or set()
+        self.init_error = init_error
+        self.shutdowns = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("nvml") and name in object.__getattribute__(self, "missing"):
+            raise AttributeError(name)  # an older pynvml without this entry point
+        return object.__getattribute__(self, name)
+
+    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
+        if self.init_error is not None:
+            raise self.init_error
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        self.shutdowns += 1
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return self.gpus
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
+        return index
+
+    def _pair(self, a: int, b: int) -> tuple[int, int]:
+        return (min(a, b), max(a, b))
+
+    def nvmlDeviceGetP2PStatus(self, a: int, b: int, cap: int) -> int:  # noqa: N802
+        pair = self._pair(a, b)
+        if cap == self.NVML_P2P_CAPS_INDEX_NVLINK:
+            ok = pair in self.nvlink
+        else:
+            ok = pair not in self.p2p_blocked
+        return self.NVML_P2P_STATUS_OK if ok else self.NVML_P2P_STATUS_NOT_SUPPORTED
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: int, b: int) -> int:  # noqa: N802
+        return self.pcie.get(self._pair(a, b), 50)
+
+    def nvmlDeviceGetNvLinkState(self, handle: int, link: int) -> int:  # noqa: N802
+        if not any(handle in p for p in self.nvlink) or link >= self.links_per_gpu:
+            raise self.NVMLError_NotSupported()
+        return self.NVML_FEATURE_ENABLED

@@ -18,7 +18,10 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
 - a model given as a local path exists, and with its config.json at hand the baseline is
   not ruled out by the model's shape (see ``tuner.space.model_limits``): ``model``;
 - the space's probe can run and be sized here (a warning otherwise: the sweep then runs
-  without it): ``probe``.
+  without it): ``probe``;
+- the GPUs' topology (NVML, or the space's ``topology:`` file) in one line, and each param
+  vLLM ignores on it with the server's TP size (``--disable-custom-all-reduce`` where
+  vLLM's custom all-reduce is off anyway): ``topology``, ``params.NAME``.
 
 The sweep runs it before its first launch; ``tuner check --space FILE`` runs it alone.
 """
@@ -45,9 +48,12 @@ from tuner.check.nccl_transport import check_nccl_transport
 from tuner.check.probe import check_probe
 from tuner.check.report import CheckItem, CheckReport, Findings, Level
 from tuner.check.screening import check_screening
+from tuner.check.topology import check_topology, topology_for
+from tuner.errors import ConfigError
 from tuner.secrets import scrub, secret_values
 from tuner.space.model_limits import baseline_argv
 from tuner.space.spec import Space
+from tuner.telemetry.topology import TopologyRead
 
 __all__ = [
     "HELP_TIMEOUT_S",
@@ -74,8 +80,11 @@ def check_space(
     help_timeout_s: float = HELP_TIMEOUT_S,
     read_help: HelpReader | None = None,
     check_flags: bool = True,
+    topology: TopologyRead | None = None,
 ) -> CheckReport:
-    """Run every pre-flight check on a loaded space; never starts the server itself."""
+    """Run every pre-flight check on a loaded space; never starts the server itself.
+
+    ``topology`` is the GPUs' as the sweep read it; None: read here (``topology_for``)."""
     found = Findings()
     argv, env = baseline_argv(space)
     child_env = {**os.environ, **env}
@@ -97,6 +106,12 @@ def check_space(
     check_storage(storage, found)
     check_model(space, argv, found)
     check_probe(space, found)
+    try:
+        topo = topology if topology is not None else topology_for(space)
+    except ConfigError as exc:
+        found.add("error", "topology", str(exc))
+    else:
+        check_topology(space, topo, found)
     # A message may quote a flag of the command or of screening.args (`--hf-token=...`):
     # never its secret value.
     extra = space.spec.screening

@@ -172,6 +172,8 @@ def _answer_section(data: ReportData) -> str:
         parts.append(f'<p id="ceiling">Ceiling: {esc(sentence[:1].upper() + sentence[1:])}.</p>')
     if a.capacity is not None:  # views/best_capacity.py: the capacity searches' figures
         parts.append(f'<p id="capacity">{"<br>".join(esc(x) for x in a.capacity.lines())}</p>')
+    if a.topology is not None:  # views/best_topology.py: the GPUs, what was skipped on them
+        parts.append(f'<p id="topology">{"<br>".join(esc(x) for x in a.topology.lines())}</p>')
     rec = a.recommended
     if rec is not None and not a.keep_defaults:
         parts.append(

@@ -322,6 +322,9 @@ class SpaceSpec(StrictModel):
     probe: ProbeSpec | None = None
     screening: ScreeningSpec | None = None
     """Screening launches (tuner/space/screening.py): None, every launch is a full one."""
+    topology: str | None = None
+    """A file with the server's GPU topology (saved ``nvidia-smi topo -m``, or tuner's
+    topology JSON), relative to the space file: read instead of NVML (docs/topology.md)."""
 
     @property
     def search_patience(self) -> int:

@@ -79,6 +79,14 @@ records it once the comparison's launches are done ({} once it has)."""
 PLAN: Final = "tuner_plan"
 """The cost plan, said once after the baseline launches (tuner/study/facts/plan.py, to_json)."""
 
+# --- the topology (tuner/study/run/topology.py, docs/topology.md) ----------------------
+TOPOLOGY: Final = "tuner_topology"
+"""Of the study: the GPUs' topology at the start of `tuner run` (tuner/telemetry/topology.py,
+``TopologyRead.to_json``: the pairs, or ``{"unavailable": reason}``)."""
+IGNORED: Final = "tuner_ignored"
+"""Of the study: the params vLLM ignores on that topology, by name: ``{"reason", "values"}``;
+those values are skipped, never launched (tuner/check/custom_allreduce.py)."""
+
 # --- the probe (tuner/study/run/probe.py, docs/probe.md) -----------------------------------
 PROBE: Final = "tuner_probe"
 """Of a trial: its probe against the default's at the objective's size (numbers, verdict)."""

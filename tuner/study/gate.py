@@ -6,11 +6,14 @@ without a launch. In order:
 
 1. a broken constraint of the space file (``constraints:``);
 2. the model's shape refuses it (tuner/space/model_limits.py: TP against the heads, ...);
+3. vLLM ignores a setting of it on these GPUs: the defaults' launch again
+   (tuner/check/custom_allreduce.py: ``--disable-custom-all-reduce`` where vLLM's custom
+   all-reduce is off anyway);
 and for a search trial (not a retry of a dead worker's trial):
-3. a duplicate: the same configuration was launched before;
-4. the probe: its all-reduce is slower than the default's, or fails, or it sets a param
+4. a duplicate: the same configuration was launched before;
+5. the probe: its all-reduce is slower than the default's, or fails, or it sets a param
    or value the probe closed (tuner/study/run/probe.py measures; the reasons are its);
-5. the limits: proposed by TPE and likely to break one (tuner/study/policy/steering.py;
+6. the limits: proposed by TPE and likely to break one (tuner/study/policy/steering.py;
    the local search's proposals were steered before they were queued).
 
 The probe and the limits are asked lazily (``probe``, ``limits``): they cost a probe run
@@ -23,10 +26,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.check import custom_allreduce
 from tuner.space import model_limits
 from tuner.space.settings import Settings, violated_constraints
 from tuner.space.spec import Space
 from tuner.study import attrs
+from tuner.telemetry.topology import Topology
 
 Check = Callable[[], "str | None"]
 
@@ -51,6 +56,7 @@ def refusal(
     model_config: Mapping[str, Any] | None,
     probe: Check | None = None,
     limits: Check | None = None,
+    topology: Topology | None = None,
 ) -> str | None:
     """Why ``candidate`` is not launched (every reason ends "not launched"), or None."""
     settings = candidate.settings
@@ -60,6 +66,9 @@ def refusal(
     refused = model_limits.settings_refusal(space, model_config, settings)
     if refused:
         return f"cannot start with this model: {refused}; not launched"
+    ignored = _ignored(space, topology, settings)
+    if ignored:
+        return f"{ignored}: the defaults' launch again; skipped, not launched"
     if candidate.role != attrs.SEARCH or candidate.retry:
         return None
     if candidate.previous is not None:
@@ -70,3 +79,11 @@ def refusal(
     if candidate.proposer == attrs.TPE and limits is not None:
         return limits()  # the local search's proposals were steered before they were queued
     return None
+
+
+def _ignored(space: Space, topology: Topology | None, settings: Settings) -> str | None:
+    """A setting vLLM ignores with this configuration's command on these GPUs."""
+    argv, env = model_limits.baseline_argv(space)
+    return custom_allreduce.refusal(
+        space.spec, topology, settings.params, argv + list(settings.args), {**env, **settings.env}
+    )

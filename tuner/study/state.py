@@ -4,9 +4,9 @@ A study remembers between trials, processes and workers what its launches alone 
 say: the incumbent (the configuration whose significant gains reset the patience) and
 the trial of its last gain, the recommendable set of a several-objective study, the best
 configurations already simplified, whether the cost plan was said, the probe's cache and
-finding, the stop a final comparison runs before, and why and by whom the study
-stopped. They live in optuna's study user attrs (tuner/study/attrs.py names them;
-optuna-dashboard shows them). ``StudyState`` reads them
+finding, the params vLLM ignores on its GPUs, the stop a final comparison runs before,
+and why and by whom the study stopped. They live in optuna's study user attrs
+(tuner/study/attrs.py names them; optuna-dashboard shows them). ``StudyState`` reads them
 into one frozen value, and ``attr_changes`` says which attrs a new state writes; only the
 run layer (tuner/study/run/) touches optuna. ``TrialView`` is the same for one trial's
 attrs. Pure: mappings in, values out.
@@ -75,6 +75,9 @@ class StudyState:
     probe: ProbeMemory = field(default_factory=ProbeMemory)
     final_trigger: Mapping[str, Any] | None = None
     """The stop a final comparison runs before (reason, detail); None when none waits."""
+    ignored: frozenset[str] = frozenset()
+    """The params vLLM ignores on the study's GPUs (tuner/study/run/topology.py): the
+    search leaves them at default, as it does the probe's frozen ones."""
 
     @classmethod
     def from_attrs(cls, found: Mapping[str, Any]) -> StudyState:
@@ -89,6 +92,7 @@ class StudyState:
             stop_reason=found.get(attrs.STOP_REASON),
             stop_detail=found.get(attrs.STOP_DETAIL),
             final_trigger=found.get(attrs.FINAL_TRIGGER) or None,
+            ignored=frozenset(found.get(attrs.IGNORED) or ()),
             probe=ProbeMemory(
                 disabled=found.get(attrs.PROBE_DISABLED) or None,
                 finding=found.get(attrs.PROBE_FINDING) or {},

@@ -444,14 +444,16 @@ def open_gpu_backend() -> GpuBackend:
     try:
         backend = NvmlGpuBackend(pynvml)
     except Exception as exc:  # noqa: BLE001 - every NVML start failure means "no GPUs"
-        return NullGpuBackend(_init_failure_reason(pynvml, exc))
+        return NullGpuBackend(init_failure_reason(pynvml, exc))
     if backend.device_count() < 1:
         backend.close()
         return NullGpuBackend("no NVIDIA GPU: GPU telemetry off")
     return backend
 
 
-def _init_failure_reason(nvml: Any, exc: BaseException) -> str:
+def init_failure_reason(nvml: Any, exc: BaseException) -> str:
+    """Why NVML did not start, in one line for the user (the topology reader says it too)."""
+
     def is_(name: str) -> bool:
         cls = getattr(nvml, name, None)
         return isinstance(cls, type) and isinstance(exc, cls)

@@ -31,6 +31,7 @@ from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.best_screening import ScreeningAnswer, screening_answer
+from tuner.views.best_topology import TopologyAnswer, topology_answer
 from tuner.views.ceiling_summary import ceiling_summary
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.probe_summary import ProbeSummary, probe_summary
@@ -194,6 +195,8 @@ class BestReport:
     """The final comparison the answer rests on, with the drift (views/best_final.py)."""
     screening: ScreeningAnswer | None = None
     """With ``screening:``: what screening searched and full launches decided."""
+    topology: TopologyAnswer | None = None
+    """The GPUs' topology the study ran on, and the settings vLLM ignores there."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -231,6 +234,7 @@ class BestReport:
             out["capacity"] = self.capacity.to_json()
         out["final"] = self.final.to_json() if self.final is not None else None
         out["screening"] = self.screening.to_json() if self.screening is not None else None
+        out["topology"] = self.topology.to_json() if self.topology is not None else None
         return out
 
 
@@ -307,6 +311,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         capacity=capacity_answer(opened.store, space, named),
         final=final_answer(facts, rec) if front is None else None,
         screening=screening_answer(facts),
+        topology=topology_answer(opened.optuna_study.user_attrs),
     )
 
 

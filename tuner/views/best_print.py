@@ -94,6 +94,8 @@ def print_best(
     if report.limits is not None:
         for line in report.limits.lines(report.metric):
             console.print(line, highlight=False, markup=False, soft_wrap=True)
+    for line in report.topology.lines() if report.topology is not None else ():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if report.hardware is not None:
         for line in report.hardware.lines():
             console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -28,7 +28,8 @@ from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
 from tuner.study.attrs import SEARCH
-from tuner.views.study_access import open_study
+from tuner.views.best_topology import topology_answer
+from tuner.views.study_access import StoredStudy, open_study
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,10 @@ class TrialRow:
 def trials_rows(storage: str, study: str) -> list[TrialRow]:
     """One row per optuna trial, in trial order."""
 
-    opened = open_study(storage, study)
+    return _rows(open_study(storage, study), study)
+
+
+def _rows(opened: StoredStudy, study: str) -> list[TrialRow]:
     launches = {r.trial_number: r for r in opened.store.launches(study)}
     screening = opened.space.spec.screening is not None
     rows = []
@@ -98,8 +102,9 @@ def trials_rows(storage: str, study: str) -> list[TrialRow]:
 
 
 def print_trials(storage: str, study: str, console: Console) -> None:
-    """The table of `tuner trials`."""
-    rows = trials_rows(storage, study)
+    """The table of `tuner trials`, then the settings skipped on the study's GPUs."""
+    opened = open_study(storage, study)
+    rows = _rows(opened, study)
     # A host column only when several hosts worked on the study.
     several = len({r.host for r in rows if r.host is not None}) > 1
     # A fidelity column only in a study with screening launches (they search, never decide).
@@ -129,6 +134,9 @@ def print_trials(storage: str, study: str, console: Console) -> None:
             detail,
         )
     console.print(table)
+    answer = topology_answer(opened.optuna_study.user_attrs)
+    for skipped in answer.skipped if answer is not None else ():
+        console.print(skipped.sentence(), highlight=False, markup=False, soft_wrap=True)
 
 
 @dataclass(frozen=True)

@@ -174,7 +174,9 @@ class Snapshot:
 
     @property
     def frozen(self) -> frozenset[str]:
-        return self.state.probe.frozen
+        """The params the search leaves at default: the probe's frozen ones, and those vLLM
+        ignores on the study's GPUs."""
+        return self.state.probe.frozen | self.state.ignored
 
     @property
     def search_spec(self) -> SpaceSpec:

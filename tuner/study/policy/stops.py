@@ -81,8 +81,8 @@ def all_failed(snap: Snapshot, goal: Goal) -> Stop | None:
 def probe_froze_all(snap: Snapshot, goal: Goal) -> Stop | None:
     """The probe froze every param: nothing is left to search (never while a trial waits:
     the baseline's launches are made in any case)."""
-    frozen = snap.frozen
-    if not frozen or snap.waiting or not frozen >= set(snap.spec.params):
+    frozen = snap.state.probe.frozen
+    if not frozen or snap.waiting or not frozen | snap.state.ignored >= set(snap.spec.params):
         return None
     sentence = snap.state.probe.sentence or "the probe froze every param"
     return Stop(attrs.PROBE_FROZE_ALL, f"{sentence}; keep the defaults")
@@ -103,7 +103,7 @@ def exhausted(snap: Snapshot, goal: Goal) -> Stop | None:
         return None
     if frozen:
         detail = (
-            f"every configuration the probe leaves open has been tried ({len(grid)}; "
+            f"every configuration left open has been tried ({len(grid)}; "
             f"no longer searched: {', '.join(sorted(frozen))})"
         )
     else:

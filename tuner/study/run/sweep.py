@@ -25,6 +25,7 @@ import sqlalchemy.exc
 
 from tuner import stats
 from tuner.check import check_space
+from tuner.check.topology import TopologyReader
 from tuner.errors import BenchmarkError, ConfigError, LaunchError, Terminated
 from tuner.events import SweepObserver
 from tuner.secrets import redact_space_text
@@ -40,10 +41,12 @@ from tuner.study.run.probe import SweepProbe
 from tuner.study.run.probe_cache import ProbeRunner
 from tuner.study.run.reader import trial_views
 from tuner.study.run.recovery import recover_interrupted
+from tuner.study.run.topology import prepare_topology
 from tuner.study.run.trial import run_trial
 from tuner.study.run.workers import Heartbeat, WorkerSession
 from tuner.telemetry.fingerprint import Fingerprint, host_fingerprint
 from tuner.telemetry.gpu import GpuBackend, NullGpuBackend
+from tuner.telemetry.topology import read_topology as default_topology_reader
 from tuner.trial.runner import Runner, RunnerOptions, TrialRunner
 
 
@@ -124,6 +127,7 @@ def run_sweep(
     fingerprint: Fingerprint | None = None,
     heartbeat: Heartbeat | None = None,
     hours: float | None = None,
+    read_topology: TopologyReader | None = None,
 ) -> SweepOutcome:
     """Run (or resume) the study until the budget, a plateau, Ctrl-C or SIGTERM/SIGHUP.
 
@@ -134,7 +138,8 @@ def run_sweep(
     worker's own, ``hours`` the study's hours of launches (None: no limit).
     ``split_by_host`` runs on the study ``NAME@FINGERPRINT`` of this host's hardware
     (``fingerprint``: this host's by default) instead of refusing a study that runs on
-    other hardware.
+    other hardware. ``read_topology`` replaces NVML's reading of the GPUs' topology (tests;
+    a space's ``topology:`` file is read in any case).
     """
     observer = observer or SweepObserver()
     gpu = gpu if gpu is not None else NullGpuBackend()
@@ -165,6 +170,7 @@ def run_sweep(
             probe_runner=probe_runner,
             worker_trials=worker_trials,
             hours=hours,
+            read_topology=read_topology,
         )
 
 
@@ -184,6 +190,7 @@ def _run_joined(
     probe_runner: ProbeRunner | None,
     worker_trials: int | None,
     hours: float | None = None,
+    read_topology: TopologyReader | None = None,
 ) -> SweepOutcome:
     # The model's config.json, when it is on this machine: configurations it rules out
     # are recorded as not launched instead of failing after a load.
@@ -204,10 +211,12 @@ def _run_joined(
         )
 
     recover()
+    # The GPUs' topology, stored with the study: the settings vLLM ignores on it are skipped.
+    topo = prepare_topology(study, space, observer, read_topology or default_topology_reader)
     if preflight and runner is None:
         # `tuner check` first: a bad flag or a misspelt NCCL variable fails in seconds,
         # not after a model load. An injected runner launches nothing: nothing to check.
-        report = check_space(space, storage=storage)
+        report = check_space(space, storage=storage, topology=topo)
         for item in report.warnings:
             observer.message(f"check: {item.key}: {item.message}")
         if not report.ok:
@@ -248,6 +257,7 @@ def _run_joined(
             launch_trial_id=trial_id(rdb, name, trial.number),
             model_config=model_config,
             probe=probe,
+            topology=topo.topology,
         )
 
     if state.full_launched(trial_views(study)) < n_trials:

@@ -29,6 +29,7 @@ from tuner.study.run.reader import trial_views
 from tuner.study.run.workers import worker_id
 from tuner.study.state import full_launched
 from tuner.study.suggest import suggest
+from tuner.telemetry.topology import Topology
 from tuner.trial.runner import Runner
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def run_trial(
     launch_trial_id: int | None = None,
     model_config: Mapping[str, Any] | None = None,
     probe: SweepProbe | None = None,
+    topology: Topology | None = None,
 ) -> float | list[float]:
     """The objective: settings from the trial, then launch and measure them.
 
@@ -95,6 +97,7 @@ def run_trial(
         limits=(lambda: _limit_refusal(controller, space, settings, trial.number))
         if spec.objective.subject_to
         else None,
+        topology=topology,
     )
     if refused:
         _not_launched(trial, refused)
