@@ -80,7 +80,11 @@ def tuner_in_process(
     from typer.testing import CliRunner
 
     from tuner import cli
+    from tuner.cli import common
 
+    # The CLI's consoles are made at import, with the COLUMNS of that moment (80 when some
+    # earlier test of this worker imported tuner.cli): COLUMNS below does not reach them.
+    common.out.width = common.err.width = 200
     here = Path.cwd()
     os.chdir(cwd)
     try:
