@@ -136,10 +136,21 @@ def test_o3_is_the_default() -> None:
     assert relative_speed(KIMI, settings("-O1"), 1) < relative_speed(KIMI, settings("-O2"), 1) < 1
 
 
-def test_disabling_custom_all_reduce_costs_a_few_percent_at_small_batch() -> None:
-    s = settings("--disable-custom-all-reduce")
-    assert 0.95 <= relative_speed(KIMI, s, 1) <= 0.99
-    assert relative_speed(KIMI, s, 256) > 0.99
+def test_disabling_custom_all_reduce_costs_a_few_percent_where_vllm_uses_it() -> None:
+    # At TP=2 vLLM runs its own all-reduce: turning it off costs at small batches.
+    two = settings("-tp", "2")
+    off = settings("-tp", "2", "--disable-custom-all-reduce")
+    for batch, low, high in ((1, 0.95, 0.99), (256, 0.99, 1.0)):
+        ratio = expected_output_throughput(KIMI, off, batch) / expected_output_throughput(
+            KIMI, two, batch
+        )
+        assert low <= ratio <= high, (batch, ratio)
+
+
+def test_disabling_custom_all_reduce_changes_nothing_at_tp8_over_pcie() -> None:
+    # vLLM's rule (tuner/check/custom_allreduce.py): more than 2 GPUs not all joined by
+    # NVLink never use it, so the flag is a no-op on the seeds' box.
+    assert relative_speed(KIMI, settings("--disable-custom-all-reduce"), 1) == 1.0
 
 
 def test_max_num_seqs_caps_the_batch() -> None:

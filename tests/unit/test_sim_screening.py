@@ -241,7 +241,7 @@ def test_flat_ignores_speculative_decoding() -> None:
         ("--enforce-eager",),
         ("--max-num-seqs", "4"),
         ("--max-num-batched-tokens", "16384"),
-        ("--disable-custom-all-reduce",),
+        ("-tp", "2", "--disable-custom-all-reduce"),  # where vLLM uses it: 2 GPUs
     ],
 )
 def test_other_settings_act_the_same_at_both_fidelities(argv: tuple[str, ...]) -> None:

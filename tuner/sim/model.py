@@ -252,6 +252,14 @@ def hold_steps(profile: Profile, settings: SimSettings) -> int:
     return max((t.hold_steps for t in _trades(profile, settings)), default=0)
 
 
+def uses_custom_all_reduce(profile: Profile, tp: int) -> bool:
+    """Whether vLLM would run its own all-reduce here, so that --disable-custom-all-reduce
+    changes anything: 2, 4, 6 or 8 GPUs, and two of them or all joined by NVLink (vLLM's
+    CustomAllreduce, the rule tuner/check/custom_allreduce.py applies to real boxes). On
+    the seeds' PCIe box at TP=8 it is off whatever the flag says."""
+    return tp in (2, 4, 6, 8) and (tp == 2 or profile.interconnect.path.startswith("NV"))
+
+
 def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[float, float]:
     """(compute, all-reduce) seconds of one decode step, before the compilation level and
     the bonuses; the all-reduce part carries the NCCL settings' effect (the sim's probe,
@@ -278,7 +286,7 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
         wire = transport_factor(prof.interconnect, st.nccl, ws)
         wire *= buffer_factor(prof.interconnect, st.nccl, ws)
         comm *= 1.0 + sens.nccl * (wire - 1.0)
-        if st.disable_custom_all_reduce:
+        if st.disable_custom_all_reduce and uses_custom_all_reduce(prof, tp):
             comm *= 1.0 + sens.custom_all_reduce * 0.05 * _small_weight(batch)
     return compute, comm
 
