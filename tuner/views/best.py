@@ -30,6 +30,7 @@ from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.best_screening import ScreeningAnswer, screening_answer
 from tuner.views.hosts import StudyHardware, study_hardware
+from tuner.views.nccl_tuner import NcclTunerTable, nccl_tuner_table
 from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
 
@@ -161,6 +162,8 @@ class BestReport:
     """Set when a configuration other than the baseline is recommended."""
     probe: ProbeSummary | None = None
     """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
+    nccl_tuner: NcclTunerTable | None = None
+    """The per-size NCCL table of the probes (`tuner best --format nccl-tuner`)."""
     could_have_missed: CouldHaveMissed | None = None
     """Set when the recommendation is the defaults."""
     hardware: StudyHardware | None = None
@@ -201,6 +204,8 @@ class BestReport:
             out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
         if self.probe is not None:
             out["probe"] = self.probe.to_json()
+        if self.nccl_tuner is not None:
+            out["nccl_tuner"] = self.nccl_tuner.to_json()
         if self.could_have_missed is not None:
             out["could_have_missed"] = self.could_have_missed.to_json()
         if self.hardware is not None:
@@ -278,6 +283,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         keep_defaults=keep_defaults,
         gain_vs_baseline=gain,
         probe=probe_summary(space, opened.optuna_study, recommended),
+        nccl_tuner=nccl_tuner_table(space, opened.optuna_study) if space.spec.probe else None,
         could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),
