@@ -53,7 +53,7 @@ class Row:
 def parse_table(text: str) -> list[Row]:
     rows = []
     for number, line in enumerate(text.split("\n"), start=1):
-        if len(line) + 1 > LINE_BUFFER:
+        if len(line.encode()) + 1 > LINE_BUFFER:
             raise TableError(f"line {number}: longer than the plugin's {LINE_BUFFER}-byte buffer")
         if line == "" or line.startswith("#"):
             continue

@@ -48,7 +48,7 @@ PLUGIN_PATH = "/path/to/libnccl-tuner-example.so"
 CSV_PATH = "/path/to/nccl_tuner.csv"
 """A placeholder: where the user saves this output."""
 MAX_LINE = 255
-"""The plugin reads lines with a 256-byte buffer, newline included."""
+"""Bytes: the plugin reads lines with a 256-byte buffer, newline included."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class NcclTunerTable:
             )
         lines.append("# Load it with (both paths are yours to set):")
         lines.extend(f"#   {line}" for line in self.env_lines())
-        too_long = [line for line in lines if len(line) > MAX_LINE]
+        too_long = [line for line in lines if len(line.encode()) > MAX_LINE]
         assert not too_long, f"the plugin cuts lines past {MAX_LINE} characters: {too_long}"
         return "\n".join(lines) + "\n"
 
