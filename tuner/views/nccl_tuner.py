@@ -190,4 +190,6 @@ def _decision_text(d: SizeChoice, prefill: bool, envs: Mapping[str, Mapping[str,
         )
     env = " ".join(f"{k}={v}" for k, v in sorted(envs[d.key].items())) or "(defaults)"
     cmp = d.comparison
-    return f"{head}; {env} {cmp.us:.4g} us, {percent(cmp.gain)} ± {percent(cmp.half_width)} faster"
+    # ASCII only: the plugin's line buffer counts bytes, and spreadsheets guess encodings.
+    gain, half = percent(cmp.gain), percent(cmp.half_width)
+    return f"{head}; {env} {cmp.us:.4g} us, {gain} +/- {half} faster"
