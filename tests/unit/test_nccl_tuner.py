@@ -188,6 +188,19 @@ def test_with_the_default_noise_no_size_has_a_significant_winner_and_the_file_sa
     assert all(line.startswith("#") for line in text.splitlines() if line)
 
 
+def test_a_long_study_name_is_cut_to_the_plugins_line_buffer(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    storage = _study(
+        tmp_path, sim_probe("kimi-k2.5-int4-tp8", sizes=(KIMI_SIZE, DECODE_4, PREFILL))
+    )
+    table = best_report(storage, "p").nccl_tuner
+    assert table is not None
+    text = replace(table, study="s" * 400).csv_text()
+    assert parse_table(text) == parse_table(table.csv_text())  # the reader takes it whole
+    assert max(len(line.encode()) for line in text.splitlines()) == 255
+
+
 def test_a_study_without_a_probe_has_no_table_and_says_how_to_get_one(tmp_path: Path) -> None:
     space = nccl_space(probe=False)
     loaded = load_space(write(tmp_path, space))
