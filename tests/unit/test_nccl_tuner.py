@@ -16,9 +16,10 @@ from rich.console import Console
 
 from tests.fakes import FakeRunner
 from tests.probe_helpers import KIMI_SIZE, nccl_space, sim_probe, sim_speed, write
-from tests.unit.nccl_tuner_parser import ALGORITHMS, lookup, parse_table
+from tests.unit.nccl_tuner_parser import ALGORITHMS, PROTOCOLS, lookup, parse_table
 from tuner.errors import ConfigError
 from tuner.nccl import ALGORITHMS as TUNER_ALGORITHMS
+from tuner.nccl import PROTOCOLS as TUNER_PROTOCOLS
 from tuner.probe.per_size import (
     MAX_BYTES,
     PLUGIN_ALGORITHMS,
@@ -67,9 +68,10 @@ def test_a_setting_is_a_row_only_when_a_row_can_say_all_it_changes(
     assert plugin_choice(env, {}) == expected
 
 
-def test_every_algorithm_has_the_plugins_spelling() -> None:
+def test_every_algorithm_and_protocol_has_the_plugins_spelling() -> None:
     assert sorted(PLUGIN_ALGORITHMS) == sorted(TUNER_ALGORITHMS)
     assert sorted(PLUGIN_ALGORITHMS.values()) == sorted(ALGORITHMS)
+    assert sorted(TUNER_PROTOCOLS) == sorted(PROTOCOLS)  # the same words: ll, ll128, simple
 
 
 def _result(**by_size: tuple[float, ...]) -> ProbeResult:

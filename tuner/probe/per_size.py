@@ -39,8 +39,6 @@ PLUGIN_ALGORITHMS = {
 ASSUMED_ALGORITHM = "ring"
 """A row must name an algorithm; a setting that fixes only the protocol gets ring, NCCL's
 usual all-reduce algorithm within one node (the probe runs on one), and the table says so."""
-assert set(PLUGIN_ALGORITHMS) == set(ALGORITHMS)
-assert set(PROTOCOLS) == {"ll", "ll128", "simple"}
 
 
 @dataclass(frozen=True)
@@ -145,7 +143,7 @@ def per_size_choices(
 def size_ranges(decisions: Sequence[SizeChoice]) -> list[SizeRange]:
     """Contiguous byte ranges of the sizes with a winner, neighbours of the same choice
     merged. A probed size owns the bytes up to the geometric mean of it and the next
-    (message times scale with the logarithm of the size); the smallest reaches down to 0
+    (the midpoint on the log scale sizes are probed on); the smallest reaches down to 0
     and the largest up to MAX_BYTES. Sizes with no winner have no range: NCCL decides."""
     ordered = sorted(decisions, key=lambda d: d.size)
     out: list[SizeRange] = []
