@@ -3,7 +3,7 @@
 The table is read by tests/unit/nccl_tuner_parser.py, written from the example plugin's
 README and sharing no code with the writer. On the sim's kimi profile the probe sees the
 sim's per-size crossover (tuner/sim/model.py's protocol deltas: LL fastest at one
-stream's 14 KB, LL128 at 56 KB and at a 256-token prefill's 3.5 MB, where LL is 2.6%
+stream's 14 KB, LL128 at 56 KB and at a 256-token prefill's 3.5 MB, where LL is 2.7%
 slower than NCCL's own choice): the table must set LL at decode and not at prefill.
 """
 
@@ -164,7 +164,7 @@ def test_on_the_sim_the_table_sets_ll_at_decode_and_leaves_prefill_to_ll128(
     decode = lookup(rows, "allreduce", KIMI_SIZE, 1, 8)
     prefill = lookup(rows, "allreduce", PREFILL, 1, 8)
     assert decode is not None and decode.protocol == "ll"
-    # The sim: LL is 2.6% slower than NCCL's own choice at 3.5 MB, LL128 0.3% faster.
+    # The sim: LL is 2.7% slower than NCCL's own choice at 3.5 MB, LL128 0.3% faster.
     assert prefill is not None and prefill.protocol == "ll128"
     assert lookup(rows, "allreduce", KIMI_SIZE, 1, 4) is None  # another TP: NCCL's choice
     assert "(prefill)" in text and "NCCL_PROTO=LL " in text
