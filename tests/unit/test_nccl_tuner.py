@@ -169,6 +169,7 @@ def test_on_the_sim_the_table_sets_ll_at_decode_and_leaves_prefill_to_ll128(
     assert lookup(rows, "allreduce", KIMI_SIZE, 1, 4) is None  # another TP: NCCL's choice
     assert "(prefill)" in text and "NCCL_PROTO=LL " in text
     assert text.isascii()
+    assert "caps every\n# collective it sees at 1 channel" in text  # the shipped plugin's trap
     assert "NCCL_TUNER_PLUGIN=/path/to/libnccl-tuner-example.so" in text + notes
     assert "NCCL_TUNER_CONFIG_FILE=" in notes
     document = best_report(storage, "p").to_json()["nccl_tuner"]

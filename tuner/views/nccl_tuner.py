@@ -72,7 +72,8 @@ class NcclTunerTable:
         lines = [
             f"# NCCL tuner plugin table from study {self.study}'s all-reduce probes (tuner best",
             "# --format nccl-tuner). Read by NCCL's example tuner plugin, NCCL 2.27 and later:",
-            "# build it and load it as docs/deploy.md says.",
+            "# build it and load it as docs/deploy.md says. As shipped the plugin caps every",
+            "# collective it sees at 1 channel: set its *nChannels = 1 to 0 (docs/deploy.md).",
             f"# {HEADER}",
         ]
         for d in self.decisions:
