@@ -20,6 +20,7 @@ import yaml
 from tuner.probe.run import ProbeResult
 from tuner.sim import expected_output_throughput, parse_settings
 from tuner.sim.probe import DEFAULT_NOISE, allreduce_us
+from tuner.sim.profiles import get_profile
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import SHIPPED_SPACES, SpaceSpec
 
@@ -77,18 +78,27 @@ def sim_speed(spec: SpaceSpec, profile: str) -> Callable[[Mapping[str, Any]], fl
 
 
 def sim_probe(
-    profile: str, *, seed: int = 0, noise: float = DEFAULT_NOISE, repeats: int = 5
+    profile: str,
+    *,
+    seed: int = 0,
+    noise: float = DEFAULT_NOISE,
+    repeats: int = 5,
+    sizes: tuple[int, ...] = (KIMI_SIZE,),
 ) -> Callable[[Mapping[str, str], frozenset[str]], ProbeResult]:
-    """A probe runner timing the sim's all-reduce, like `python -m tuner.sim.probe`."""
+    """A probe runner timing the sim's all-reduce at ``sizes``, like `python -m
+    tuner.sim.probe`."""
     rng = random.Random(seed)
     calls: list[dict[str, str]] = []
 
     def run(env: Mapping[str, str], unset: frozenset[str]) -> ProbeResult:
         calls.append(dict(env))
         sim = _sim_settings(profile, env)
-        mean = allreduce_us(profile, sim, KIMI_SIZE)
-        samples = tuple(mean * math.exp(rng.gauss(0.0, noise)) for _ in range(repeats))
-        return ProbeResult(samples={KIMI_SIZE: samples}, extra={"backend": "sim"})
+        samples = {}
+        for size in sizes:
+            mean = allreduce_us(profile, sim, size)
+            samples[size] = tuple(mean * math.exp(rng.gauss(0.0, noise)) for _ in range(repeats))
+        world = sim.tensor_parallel_size or get_profile(profile).default_tp
+        return ProbeResult(samples=samples, extra={"backend": "sim", "world_size": world})
 
     run.calls = calls  # type: ignore[attr-defined]
     return run

@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.sweep_helpers import FAST_SIM, write_space
 from tests.probe_helpers import KIMI_SIZE, nccl_space, write
+from tests.unit.nccl_tuner_parser import parse_table
 from tuner.probe.run import ProbeError, measure
 from tuner.sim import PROFILES, SimSettings
 from tuner.sim.model import ceiling_tokens_per_s
@@ -29,6 +30,7 @@ from tuner.views.best import best_report
 SIM_YAML = Path(__file__).parents[2] / "search_spaces" / "sim.yaml"
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+PREFILL = 256 * 7168 * 2  # a 256-token prompt of Kimi K2.5 in bf16
 
 FAKE_PROBE = """\
 import json, os, sys
@@ -149,7 +151,9 @@ def _sim_probe_space(profile: str, **extra: Any) -> dict[str, Any]:
 
 
 def test_a_kimi_nccl_study_on_the_sim_ends_with_the_baseline_launches(tmp_path: Path) -> None:
-    space = load_space(write(tmp_path, _sim_probe_space("kimi-k2.5-int4-tp8")))
+    raw = _sim_probe_space("kimi-k2.5-int4-tp8")
+    raw["probe"]["prefill_sizes"] = [PREFILL]
+    space = load_space(write(tmp_path, raw))
     storage = f"sqlite:///{tmp_path}/k.db"
     result = run_sweep(space, storage=storage, n_trials=20, seed=0, preflight=False)
     assert result.stop_reason == "probe"
@@ -159,6 +163,15 @@ def test_a_kimi_nccl_study_on_the_sim_ends_with_the_baseline_launches(tmp_path: 
     assert report.keep_defaults is True
     assert report.probe is not None and report.probe.comm_share is not None
     assert report.probe.measured_tokens_per_s < report.probe.floor_tokens_per_s  # type: ignore[operator]
+    # The prefill size was probed by the real command beside the decode one, and the
+    # per-size table reads back as NCCL's plugin would read it.
+    study = optuna.load_study(study_name=space.study_name, storage=storage)
+    assert study.user_attrs[attrs.PROBE_PLAN]["prefill_sizes"] == [PREFILL]
+    table = report.nccl_tuner
+    assert table is not None and [d.size for d in table.decisions] == [KIMI_SIZE, PREFILL]
+    assert table.n_ranks == 8  # the sim probe's world_size
+    rows = parse_table(table.csv_text())
+    assert all(r.n_ranks == 8 and r.protocol != "ll" for r in rows if r.max_bytes >= PREFILL)
 
 
 def test_best_s_ceiling_on_the_sim_s_kimi_is_its_truth_within_five_percent(

@@ -53,6 +53,14 @@ def test_best_has_nothing_to_deploy_without_an_answer(tmp_path: Path, fmt: str) 
     assert done.exit_code == exit_codes.NO_ANSWER and done.stdout == ""
 
 
+def test_best_nccl_tuner_without_a_probe_is_a_config_error_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    done = _invoke("best", "--storage", hand_study(tmp_path, [BASELINE]), "--format", "nccl-tuner")
+    assert done.exit_code == exit_codes.CONFIG and done.stdout == ""
+    assert "no probe of the defaults" in done.stderr and "add a probe: section" in done.stderr
+
+
 def test_best_with_an_answer_exits_0(tmp_path: Path) -> None:
     done = _invoke("best", "--storage", hand_study(tmp_path, [BASELINE]))
     assert done.exit_code == exit_codes.OK, done.stderr
@@ -66,7 +74,7 @@ def test_best_with_an_answer_exits_0(tmp_path: Path) -> None:
         (["bench", "--url", "http://127.0.0.1:9"], "table or json"),
         (
             ["best", "--storage", "sqlite:///nowhere.db"],
-            "table, json, env, systemd, args, docker or vllm-config",
+            "table, json, env, systemd, args, docker, vllm-config or nccl-tuner",
         ),
     ],
     ids=["check", "bench", "best"],

@@ -153,7 +153,9 @@ def best(
     fmt: Annotated[
         str,
         typer.Option(
-            "--format", "-f", help="table, json, env, systemd, args, docker or vllm-config."
+            "--format",
+            "-f",
+            help="table, json, env, systemd, args, docker, vllm-config or nccl-tuner.",
         ),
     ] = "table",
     which: Annotated[

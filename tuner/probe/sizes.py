@@ -3,8 +3,11 @@
 Under tensor parallelism each layer of a decoder all-reduces its attention output and
 its MLP output: two all-reduces per layer per decode step, each of ``batch x hidden_size
 x bytes per element`` bytes, where the batch is the number of running streams (the
-benchmark's concurrency level). ``probe_plan`` reads hidden_size and num_hidden_layers
-from the model's config.json (tuner.space.model_limits) when the space says ``auto``.
+benchmark's concurrency level). A prefill step all-reduces ``prompt tokens x hidden_size x
+bytes per element``: megabytes, where NCCL's best protocol is not the one of a few KB, so
+the probe times those sizes too (``prefill``) for a per-size table (tuner/probe/per_size.py).
+``probe_plan`` reads hidden_size and num_hidden_layers from the model's config.json
+(tuner.space.model_limits) when the space says ``auto``.
 """
 
 from __future__ import annotations
@@ -31,11 +34,14 @@ class ProbePlan:
     by_level: dict[int, int]
     """Concurrency level -> bytes of one all-reduce message at that batch."""
     sizes: tuple[int, ...]
-    """Every size to probe, ascending (the levels' sizes and any extra the space lists)."""
+    """Every size to probe, ascending (the levels' sizes, any extra the space lists, and
+    the prefill sizes)."""
     allreduces_per_token: int
     """All-reduces of one decode step (per token of each stream): layers x per layer."""
     source: str
     """Where the figures came from, for messages: 'config.json (...)' or 'the space file'."""
+    prefill: tuple[int, ...] = ()
+    """The prefill sizes among ``sizes``: probed for the per-size table, never deciding."""
 
     def size_at(self, concurrency: int) -> int:
         return self.by_level[concurrency]
@@ -63,6 +69,8 @@ def probe_plan(
         by_level = {c: hidden * probe.bytes_per_element * c for c in levels}
         sizes = tuple(sorted(set(by_level.values())))
         source = f"{where} (hidden_size {hidden} x {probe.bytes_per_element} bytes x batch)"
+    prefill = _prefill_sizes(probe, benchmark, _positive_int(text.get("hidden_size")))
+    sizes = tuple(sorted(set(sizes) | set(prefill)))
     if isinstance(probe.layers, int):
         layers = probe.layers
     else:
@@ -78,7 +86,20 @@ def probe_plan(
         sizes=sizes,
         allreduces_per_token=layers * probe.allreduces_per_layer,
         source=source,
+        prefill=prefill,
     )
+
+
+def _prefill_sizes(
+    probe: ProbeSpec, benchmark: BenchmarkSpec, hidden: int | None
+) -> tuple[int, ...]:
+    """The listed prefill sizes, or one prompt's all-reduce when config.json says the
+    hidden size (without it, none: the prefill probe is an addition, never a failure)."""
+    if isinstance(probe.prefill_sizes, list):
+        return tuple(sorted(set(probe.prefill_sizes)))
+    if hidden is None:
+        return ()
+    return (benchmark.prompt_tokens * hidden * probe.bytes_per_element,)
 
 
 def _positive_int(value: Any) -> int | None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 
 from tuner.nccl import PROTOCOL_NAMES
+from tuner.sim.geometry import message_bytes
 from tuner.sim.nccl import NcclEnv
+from tuner.sim.nccl_tuner_plugin import applied
 from tuner.sim.profiles import GIB, Profile, SchedulerTrade, ThroughputTable, get_profile
 from tuner.sim.settings import SimSettings
 from tuner.sim.transport import buffer_factor, transport_factor
@@ -275,7 +277,9 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
     comm = total * share * _comm_scale(tp) / _comm_scale(max(ref_tp, 2))
     if comm > 0:
         sens = prof.sensitivity
-        nccl = 1.0 + sens.nccl * (nccl_comm_factor(st.nccl, batch) - 1.0)
+        # A tuner plugin's table picks the protocol by this step's message size.
+        env = applied(st.nccl, st.nccl_tuner, message_bytes(prof, batch), tp)
+        nccl = 1.0 + sens.nccl * (nccl_comm_factor(env, batch) - 1.0)
         ratio = comm / (compute + comm)
         lo = 1.0 + NCCL_STEP_EFFECT_MIN / ratio
         hi = 1.0 + NCCL_STEP_EFFECT_MAX / ratio

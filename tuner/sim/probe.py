@@ -23,18 +23,13 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from tuner.nccl import NcclEnvError
+from tuner.sim.geometry import geometry
 from tuner.sim.model import features, step_parts
 from tuner.sim.nccl import parse_nccl_env, warmup_failure
+from tuner.sim.nccl_tuner_plugin import read_table
 from tuner.sim.profiles import PROFILES, Profile, get_profile
 from tuner.sim.settings import DEFAULT_NCCL_VERSION, DEFAULT_PROFILE, SimSettings
 
-GEOMETRY: dict[str, tuple[int, int]] = {
-    "reasoning": (4096, 36),
-    "minimax-m2.5-fp8-tp4": (3072, 62),
-}
-"""(hidden_size, num_hidden_layers) of the profiles not shaped like Kimi K2.5."""
-KIMI_GEOMETRY = (7168, 61)
-"""Kimi K2.5 (the DeepSeek-V3 shape), and every profile derived from it."""
 NCCL_FEATURES = frozenset(
     {
         "allreduce_algo",
@@ -50,11 +45,6 @@ NCCL_FEATURES = frozenset(
 SINGLE_RANK_US = 2.0
 """An all-reduce over one rank moves nothing: a launch's latency."""
 DEFAULT_NOISE = 0.003
-
-
-def geometry(profile: Profile) -> tuple[int, int]:
-    """(hidden_size, layers) of a profile's model."""
-    return GEOMETRY.get(profile.name, KIMI_GEOMETRY)
 
 
 def allreduce_us(
@@ -132,7 +122,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         print(f"NCCL WARN {failure}", file=sys.stderr)
         return 1
     settings = SimSettings(
-        profile=args.profile, tensor_parallel_size=args.tensor_parallel_size, nccl=nccl
+        profile=args.profile,
+        tensor_parallel_size=args.tensor_parallel_size,
+        nccl=nccl,
+        nccl_tuner=read_table(os.environ if env is None else env),
     )
     # Seeded with the NCCL variables too: a setting's samples repeat run after run, and two
     # settings do not share one draw (which would hide the noise of their difference).

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tuner.nccl import NcclEnvError
 from tuner.sim.faults import DEFAULT_DRIFT_LAUNCHES, MAX_FAULT
 from tuner.sim.nccl import NcclEnv, parse_nccl_env
+from tuner.sim.nccl_tuner_plugin import TunerTable, read_table
 from tuner.sim.profiles import PROFILES
 
 DEFAULT_PROFILE = "kimi-k2.5-int4-tp8"
@@ -347,6 +348,7 @@ class SimSettings:
     speculative_method: str | None = None  # --speculative-config's method; None: off
     num_speculative_tokens: int = 0  # drafts per step; 0: off
     nccl: NcclEnv = field(default_factory=NcclEnv)
+    nccl_tuner: TunerTable | None = None  # NCCL_TUNER_PLUGIN's table (sim/nccl_tuner_plugin)
     # simulator-only
     load_seconds: float = 2.0
     seed: int | None = None
@@ -582,6 +584,7 @@ def parse_settings(
         speculative_method=spec_method,
         num_speculative_tokens=spec_tokens,
         nccl=nccl,
+        nccl_tuner=read_table(env),
         load_seconds=ns.load_seconds,
         seed=ns.seed,
         launch_noise=ns.launch_noise,

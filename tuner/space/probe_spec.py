@@ -26,6 +26,9 @@ class ProbeSpec(StrictModel):
 
     command: list[str] = Field(min_length=1)
     sizes: Literal["auto"] | list[int] = "auto"
+    prefill_sizes: Literal["auto"] | list[int] = "auto"
+    """The prefill all-reduces: ``auto`` is benchmark.prompt_tokens x hidden_size x bytes
+    per element when config.json is here (none without it); ``[]`` probes none."""
     repeats: int = Field(default=5, ge=2)
     layers: Literal["auto"] | int = "auto"
     allreduces_per_layer: int = Field(default=2, ge=1)
@@ -66,6 +69,17 @@ class ProbeSpec(StrictModel):
                 "list the message sizes in bytes (positive integers, one per benchmark "
                 "concurrency level, e.g. [14336, 114688]), or write 'auto' to compute "
                 "them from the model's config.json"
+            )
+        return value
+
+    @field_validator("prefill_sizes")
+    @classmethod
+    def _positive_prefill(cls, value: Literal["auto"] | list[int]) -> Literal["auto"] | list[int]:
+        if isinstance(value, list) and any(v < 1 for v in value):
+            raise ValueError(
+                "list the prefill message sizes in bytes (positive integers: prompt tokens x "
+                "hidden_size x bytes per element, e.g. [3670016] for 256 tokens of Kimi "
+                "K2.5), [] for none, or write 'auto' to compute them from config.json"
             )
         return value
 

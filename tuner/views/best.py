@@ -34,6 +34,7 @@ from tuner.views.best_screening import ScreeningAnswer, screening_answer
 from tuner.views.best_topology import TopologyAnswer, topology_answer
 from tuner.views.ceiling_summary import ceiling_summary
 from tuner.views.hosts import StudyHardware, study_hardware
+from tuner.views.nccl_tuner import NcclTunerTable, nccl_tuner_table
 from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
 
@@ -178,6 +179,8 @@ class BestReport:
     """The all-reduce probe's floor, communication share and verdict (docs/probe.md)."""
     ceiling: Ceiling | None = None
     """With the probe: the bound from memory plus communication (views/ceiling_summary.py)."""
+    nccl_tuner: NcclTunerTable | None = None
+    """The per-size NCCL table of the probes (`tuner best --format nccl-tuner`)."""
     could_have_missed: CouldHaveMissed | None = None
     """Set when the recommendation is the defaults."""
     hardware: StudyHardware | None = None
@@ -222,6 +225,8 @@ class BestReport:
             out["probe"] = self.probe.to_json()
         if self.ceiling is not None:
             out["ceiling"] = self.ceiling.to_json()
+        if self.nccl_tuner is not None:
+            out["nccl_tuner"] = self.nccl_tuner.to_json()
         if self.could_have_missed is not None:
             out["could_have_missed"] = self.could_have_missed.to_json()
         if self.hardware is not None:
@@ -301,6 +306,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         gain_vs_baseline=gain,
         probe=(probe := probe_summary(space, opened.optuna_study, recommended)),
         ceiling=ceiling_summary(space, probe, recommended, row.inventory if row else None),
+        nccl_tuner=nccl_tuner_table(space, opened.optuna_study) if space.spec.probe else None,
         could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
         hardware=hardware,
         objectives=tuple(objectives(space)),

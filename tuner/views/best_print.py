@@ -20,10 +20,14 @@ from tuner.views.deploy import (
     deployment_text,
     line_notes,
 )
+from tuner.views.nccl_tuner import require_table
 from tuner.views.probe_summary import ProbeSummary
 
-FORMATS = ("table", "json", *DEPLOY_FORMATS)
-"""`tuner best --format`: the table, JSON, or one of the deployment formats (views/deploy.py)."""
+NCCL_TUNER = "nccl-tuner"
+"""The per-size table of NCCL's example tuner plugin, from the probes (views/nccl_tuner.py)."""
+FORMATS = ("table", "json", *DEPLOY_FORMATS, NCCL_TUNER)
+"""`tuner best --format`: the table, JSON, one of the deployment formats (views/deploy.py),
+or the NCCL tuner plugin's table."""
 
 
 def print_best(
@@ -45,6 +49,18 @@ def print_best(
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if which not in WHICH:
         raise ConfigError(f"--which {which!r}: use one of {', '.join(WHICH)}")
+    if fmt == NCCL_TUNER:  # from the probes alone: no launch needs to have finished
+        table = require_table(report.nccl_tuner, report.study)
+        console.print(table.csv_text(), end="", highlight=False, markup=False, soft_wrap=True)
+        if notes is not None:
+            notes.print(
+                "note: save this as the CSV file, build the plugin (docs/deploy.md) and set: "
+                + " ".join(table.env_lines()),
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        return
     rec = report.recommended
     chosen = report.best if which == "best" else rec
     if fmt == "json":

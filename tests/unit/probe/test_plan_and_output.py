@@ -38,6 +38,7 @@ def test_defaults_of_the_probe_section() -> None:
     [
         ({"command": "tuner probe allreduce"}, "probe.command: must be a list of arguments"),
         ({"command": ["p", "{port}"]}, r"unknown placeholder \{port\}"),
+        ({"command": ["p"], "prefill_sizes": [0]}, "probe.prefill_sizes: .*prompt tokens x"),
         ({"command": ["p"], "sizes": []}, "probe.sizes: list the message sizes in bytes"),
         ({"command": ["p"], "repeats": 1}, "probe.repeats"),
         ({"command": ["p"], "layers": 0}, "probe.layers: a layer count is a positive integer"),
@@ -57,9 +58,35 @@ def test_sizes_come_from_hidden_size_bytes_and_each_level_batch() -> None:
     assert spec.probe is not None
     plan = probe_plan(spec.probe, spec.benchmark, KIMI_CONFIG)
     assert plan.by_level == {1: 14336, 8: 114688}
-    assert plan.sizes == (14336, 114688)
+    # and one prompt's prefill all-reduce: 256 tokens (the benchmark's default) x 7168 x 2
+    assert plan.prefill == (256 * 7168 * 2,)
+    assert plan.sizes == (14336, 114688, 256 * 7168 * 2)
     assert plan.allreduces_per_token == 122  # two per layer
     assert "/m/config.json" in plan.source
+
+
+def test_prefill_sizes_follow_prompt_tokens_or_the_list_and_never_decide() -> None:
+    spec = _space(
+        {"command": ["p"], "bytes_per_element": 1},
+        benchmark={"concurrency": [1], "prompt_tokens": 1000},
+    )
+    assert spec.probe is not None
+    plan = probe_plan(spec.probe, spec.benchmark, KIMI_CONFIG)
+    assert plan.prefill == (1000 * 7168,) and plan.by_level == {1: 7168}
+    listed = _space({"command": ["p"], "sizes": [14336], "layers": 61, "prefill_sizes": [2, 1]})
+    assert listed.probe is not None
+    plan = probe_plan(listed.probe, listed.benchmark, None)
+    assert (plan.prefill, plan.sizes, plan.by_level) == ((1, 2), (1, 2, 14336), {1: 14336})
+    none = _space({"command": ["p"], "prefill_sizes": []})
+    assert none.probe is not None
+    assert probe_plan(none.probe, none.benchmark, KIMI_CONFIG).prefill == ()
+
+
+def test_auto_prefill_without_a_config_json_probes_no_prefill_size() -> None:
+    listed = _space({"command": ["p"], "sizes": [14336], "layers": 61})
+    assert listed.probe is not None
+    plan = probe_plan(listed.probe, listed.benchmark, None)
+    assert (plan.prefill, plan.sizes) == ((), (14336,))
 
 
 def test_a_nested_text_config_and_the_space_counts_win() -> None:

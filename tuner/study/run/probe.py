@@ -147,6 +147,7 @@ class SweepProbe:
                 "size": self.size,
                 "by_level": {str(c): s for c, s in self.plan.by_level.items()},
                 "sizes": list(self.plan.sizes),
+                "prefill_sizes": list(self.plan.prefill),
                 "allreduces_per_token": self.plan.allreduces_per_token,
                 "source": self.plan.source,
             },
