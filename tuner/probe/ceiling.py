@@ -91,7 +91,7 @@ def ceiling(inputs: CeilingInputs) -> Ceiling:
     comm_s = i.allreduces_per_token * i.best_us * 1e-6
     missing = []
     if i.weight_bytes_per_gpu is None:
-        missing.append("the model's weight bytes (its config.json, or probe.model_config)")
+        missing.append("the model's weight bytes (its config.json, or probe.config_json)")
     if i.memory_bandwidth_gbps is None:
         missing.append(
             "the GPU's memory bandwidth (probe.memory_bandwidth_gbps: `tuner probe membw` "
