@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tuner.space.layout import PP_FLAGS, TP_FLAGS, flag_name, last_value
 from tuner.space.settings import is_default
 from tuner.space.spec import ParamSpec, SpaceSpec
 from tuner.telemetry.topology import Topology
@@ -34,22 +35,20 @@ from tuner.telemetry.topology import Topology
 FLAG = "--disable-custom-all-reduce"
 SUPPORTED_SIZES = (2, 4, 6, 8)
 """vLLM's ``CustomAllreduce._SUPPORTED_WORLD_SIZES``."""
-_TP_FLAGS = ("--tensor-parallel-size", "-tp")
-_PP_FLAGS = ("--pipeline-parallel-size", "-pp")
 _CONFIG_FLAGS = ("--config",)
 _PARALLELISM = ("CUDA_VISIBLE_DEVICES",)
 
 
 def is_custom_allreduce_param(param: ParamSpec) -> bool:
     """A param whose args pass ``--disable-custom-all-reduce`` (any value, any spelling)."""
-    return any(_flag_name(a) == FLAG for a in param.args or ())
+    return any(flag_name(a) == FLAG for a in param.args or ())
 
 
 def sets_parallelism(param: ParamSpec) -> bool:
     """A param that can change the TP or PP size or the GPUs: the rule then differs by
     configuration, and is applied to each one (``refusal``) instead of to the space."""
-    flags = {_flag_name(a) for a in param.args or ()}
-    return bool(flags & {*_TP_FLAGS, *_PP_FLAGS, *_CONFIG_FLAGS}) or param.env in _PARALLELISM
+    flags = {flag_name(a) for a in param.args or ()}
+    return bool(flags & {*TP_FLAGS, *PP_FLAGS, *_CONFIG_FLAGS}) or param.env in _PARALLELISM
 
 
 def off_reason(
@@ -57,8 +56,8 @@ def off_reason(
 ) -> str | None:
     """Why vLLM's custom all-reduce is off anyway with this command, or None (it may be on,
     or tuner cannot tell). ``env`` is the server's (CUDA_VISIBLE_DEVICES picks the GPUs)."""
-    tp = _int_flag(argv, _TP_FLAGS)
-    if tp is None and _flag_value(argv, _CONFIG_FLAGS) is not None:
+    tp = _int_flag(argv, TP_FLAGS)
+    if tp is None and last_value(argv, _CONFIG_FLAGS) is not None:
         return None  # the TP may be in the --config file: unknown
     tp = tp or 1
     if tp == 1:
@@ -69,7 +68,7 @@ def off_reason(
     if topology is None:
         return None
     gpus = _visible(env, topology.gpus)
-    pp = _int_flag(argv, _PP_FLAGS) or 1
+    pp = _int_flag(argv, PP_FLAGS) or 1
     if gpus is None or len(gpus) < tp * pp:
         return None  # GPUs named by UUID, or too few: the launch says more than we can
     reasons = [_group_off(topology, gpus[i * tp : (i + 1) * tp], tp) for i in range(pp)]
@@ -154,26 +153,8 @@ def _visible(env: Mapping[str, str], count: int) -> list[int] | None:
 
 
 def _int_flag(argv: Sequence[str], flags: Sequence[str]) -> int | None:
-    value = _flag_value(argv, flags)
+    value = last_value(argv, flags)
     try:
         return int(value) if value is not None else None
     except ValueError:
         return None  # not a number: the server will say so
-
-
-def _flag_name(arg: str) -> str:
-    name = arg.split("=", 1)[0]
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
-
-
-def _flag_value(argv: Sequence[str], flags: Sequence[str]) -> str | None:
-    """The value of the last of ``flags`` (``--flag V`` or ``--flag=V``), as argparse reads."""
-    value = None
-    for i, arg in enumerate(argv):
-        if _flag_name(arg) not in flags:
-            continue
-        if "=" in arg:
-            value = arg.split("=", 1)[1]
-        elif i + 1 < len(argv):
-            value = argv[i + 1]
-    return value
