@@ -14,8 +14,8 @@ Which chunks count is ``vllm bench serve``'s rule (vllm/benchmarks/lib/
 endpoint_request_func.py): every chunk with a non-empty ``choices`` list, empty text
 included. vLLM sends one chunk per scheduler step with the step's tokens, and a token
 that decodes to no text yet (a byte of a multi-byte character, a special token) comes as
-``"text":""``: skipping it would merge its gap into the next one (ITL 2.3 times vLLM's
-on the tiny model of the vllm tier). One exception, on purpose: the chat role
+``"text":""``: skipping it would merge its gap into the next one (ITL 2.3 to 2.5 times
+vLLM's on the tiny model of the vllm tier). One exception, on purpose: the chat role
 announcement (``delta`` with ``role`` and nothing else) is not a token; vLLM's server
 sends it just before the first token's chunk, so TTFT is the same either way.
 
