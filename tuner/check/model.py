@@ -12,7 +12,7 @@ are checked against the model's shape (see ``tuner.space.model_limits``), and, w
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tuner.check.report import Findings
@@ -46,19 +46,7 @@ def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
     if reason:
         found.add("error", "server.command", f"the baseline cannot start: {reason}")
         return
-    for name, param in space.spec.params.items():
-        if param.args is None:
-            continue
-        for value in param_values(param):
-            args = list(settings_from_params(space.spec, {name: value}).args)
-            why = model_limits.refusal(config, list(argv) + args)
-            if why:
-                found.add(
-                    "warning",
-                    f"params.{name}",
-                    f"{value!r} can never start with the other params at default: "
-                    f"{why.rstrip('.')}; such trials are recorded as not launched",
-                )
+    _warn_each_value(space, argv, found, lambda full: model_limits.refusal(config, full))
 
 
 def check_gpus(space: Space, argv: Sequence[str], found: Findings) -> None:
@@ -70,12 +58,22 @@ def check_gpus(space: Space, argv: Sequence[str], found: Findings) -> None:
     if too_many:
         found.add("error", "server.command", f"the baseline cannot start: {too_many}")
         return
+    _warn_each_value(space, argv, found, lambda full: gpu_refusal(layout_of(full), gpus))
+
+
+def _warn_each_value(
+    space: Space,
+    argv: Sequence[str],
+    found: Findings,
+    refusal: Callable[[list[str]], str | None],
+) -> None:
+    """A warning for each param value whose argv, the others at default, ``refusal`` refuses."""
     for name, param in space.spec.params.items():
         if param.args is None:
             continue
         for value in param_values(param):
             args = list(settings_from_params(space.spec, {name: value}).args)
-            why = gpu_refusal(layout_of(list(argv) + args), gpus)
+            why = refusal(list(argv) + args)
             if why:
                 found.add(
                     "warning",
