@@ -321,6 +321,39 @@ def test_the_budgets_very_last_launches_go_to_the_final_comparison() -> None:
     }
 
 
+def test_the_final_comparison_is_never_squeezed_below_its_launches_a_side() -> None:
+    # Three launches left of the budget: one a side and C then B would neither be the test
+    # stop.final_launches promises nor cancel a drift; the study stops on the defaults.
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    best = _confirmed_gain(study)
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
+    snap = study.snapshot(budget=len(study.rows) + 3, state=StudyState(incumbent=best))
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert decision.stop is not None and decision.stop.reason == attrs.BUDGET
+    assert decision.launches == ()
+
+
+def test_checks_and_confirmations_never_eat_the_final_comparisons_launches() -> None:
+    # Five launches left: the simplification (2) and the final comparison (4) do not both
+    # fit, so the check gives way and the whole remainder is the final comparison's.
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    best = _confirmed_gain(study)
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=3)
+    snap = study.snapshot(budget=len(study.rows) + 5, state=StudyState(incumbent=best))
+    assert not snap.has_room(snap.facts.configs[best].params, 2)
+    assert snap.has_room(snap.facts.configs[best].params, 1)
+    # A search trial that looks better with four launches left: its confirmation would
+    # leave the final comparison three, so it is not made.
+    study.launch(attrs.SEARCH, [110.0, 110.1, 109.9], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    snap = study.snapshot(budget=len(study.rows) + 4, state=StudyState(incumbent=best))
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert [launch.role for launch in decision.launches] == [attrs.FINAL] * 4
+
+
 def _with_final_block(study: Study, candidate: float, defaults: float) -> str | None:
     """A confirmed 20% gain, then its final comparison: C B B C at these values."""
     _baselines(study)

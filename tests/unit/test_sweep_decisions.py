@@ -94,12 +94,17 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     path = tmp_path / "d.yaml"
     path.write_text(yaml.safe_dump({**SPACE, **slow}))
     storage = f"sqlite:///{tmp_path}/d.db"
+    # Nothing matters: each run stops once only the final comparison's 4 launches are left.
     first = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed)
-    run_sweep(load_space(path), storage=storage, n_trials=4, seed=seed, runner=first)
+    run_sweep(load_space(path), storage=storage, n_trials=8, seed=seed, runner=first)
     second = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed + 10)
-    result = run_sweep(load_space(path), storage=storage, n_trials=7, seed=seed, runner=second)
+    result = run_sweep(load_space(path), storage=storage, n_trials=11, seed=seed, runner=second)
     assert len(first.launched) == 4 and len(second.launched) == 3
     assert result.launched == 7
+    assert result.stop_detail == (
+        "used the budget of 11 launches but its last 4: kept for a final comparison, and the "
+        "search found no candidate for one; no launch left could change the answer"
+    )
     assert not any(role == "baseline" for role, _ in second.launched)
 
 
@@ -220,5 +225,5 @@ def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) ->
     # terminated launch as one (it did start a server), as it does an interrupted one.
     assert not [t for t in study.trials if t.state.name == "RUNNING"]
     again = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
-    result = run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=again)
-    assert result.launched == 4 and len(again.launched) == 1
+    result = run_sweep(load_space(path), storage=storage, n_trials=8, seed=0, runner=again)
+    assert result.launched == 4 and len(again.launched) == 1  # the other 4: the reserve

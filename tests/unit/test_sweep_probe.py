@@ -157,7 +157,7 @@ def test_a_default_whose_probe_fails_turns_the_probe_off(tmp_path: Path) -> None
 
     space = nccl_space(params={"NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL"]}},
                        constraints=[])  # fmt: skip
-    result, runner, storage, _ = _sweep(tmp_path, space, "nccl-gain", trials=5, probe=broken)
+    result, runner, storage, _ = _sweep(tmp_path, space, "nccl-gain", trials=9, probe=broken)
     assert result.stop_reason != "probe"
     assert any(changed.get("NCCL_PROTO") == "LL" for _, changed in runner.launched)
     study = optuna.load_study(study_name="p", storage=storage)

@@ -43,7 +43,9 @@ def due_stop(snap: Snapshot) -> Stop | None:
 
 def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     """The final comparison's launches before ``trigger`` is recorded, or nothing: the
-    candidate is the defaults, was compared already, or the budget has no room left."""
+    candidate is the defaults, was compared already, or the budget has no room left for
+    ``stop.final_launches`` launches a side (never fewer: the answer's test is the one the
+    study's settings promise; the search's reserve keeps that room, see final_reserve)."""
     facts, spec = snap.facts, snap.spec
     candidate = facts.candidate()
     if candidate is None or candidate.keep_defaults or facts.baseline is None:
@@ -54,8 +56,8 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
     left = snap.budget - snap.committed_of(False)  # full launches: the budget's unit
-    k = min(spec.stop.final_launches, left // 2)
-    if k < 1:
+    k = spec.stop.final_launches
+    if left < 2 * k:
         return [], snap
     config, baseline = facts.configs[key], facts.baseline
     defaults = baseline_params(spec)

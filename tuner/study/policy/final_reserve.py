@@ -1,10 +1,15 @@
-"""The final comparison's reserve: with screening, full search launches never eat into it.
+"""The final comparison's reserve: full search launches never eat into it.
 
-A setting screening cannot judge (tuner/space/screening.py) is searched on full loads, which
-``--trials`` counts; the last ``2 x stop.final_launches`` of them are the final comparison's
-(the answer's launches). tuner/study/policy/next_launch.py passes every confirmation and
-proposal through ``keep_final_reserve``; tuner/study/run/trial.py refuses a full launch
-optuna's sampler proposed past it (screening.full_reserve_refusal).
+``--trials`` counts full loads; the last ``2 x stop.final_launches`` of them are the final
+comparison's (the answer's launches). Without screening every search launch is full; with
+it, a setting screening cannot judge (tuner/space/screening.py) is searched on full loads.
+Either way a confirmation or a proposal that would leave the final comparison fewer than
+its launches is not made (a squeezed comparison, one launch a side, C then B, would neither
+cancel a drift nor be the comparison the study's settings promise).
+tuner/study/policy/next_launch.py passes every confirmation and proposal through
+``keep_final_reserve``; the final checks ask ``Snapshot.has_room``, which keeps the same
+reserve; tuner/study/run/trial.py refuses a full launch optuna's sampler proposed past it
+with screening (screening.full_reserve_refusal).
 """
 
 from __future__ import annotations
@@ -19,12 +24,9 @@ from tuner.study.policy.snapshot import Snapshot
 
 def keep_final_reserve(snap: Snapshot, launches: Sequence[Launch]) -> list[Launch]:
     """``launches`` without the full ones that would eat into the final comparison's full
-    launches (``2 x stop.final_launches`` of --trials): with screening, a setting screening
-    cannot judge is searched on full loads, but never with the answer's."""
+    launches (``2 x stop.final_launches`` of --trials), with screening or without."""
     spec = snap.spec
-    if spec.screening is None:
-        return list(launches)
-    left = snap.budget - snap.committed_of(False) - 2 * spec.stop.final_launches
+    left = snap.budget - snap.committed_of(False) - snap.final_reserve
     kept = []
     for launch in launches:
         full = fidelity(spec, launch.role, launch.params, launch.fixed_fidelity) == attrs.FULL

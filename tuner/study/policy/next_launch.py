@@ -125,6 +125,12 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
     if snap.budget_spent() and not snap.checks_pending:
         last = stops.budget_stop(snap)
         final, snap = goal.final_comparison(snap, last)  # and to the final comparison
+        idle = not launches and not any(t.waiting or t.running for t in snap.trials)
+        if not final and idle and snap.spec.screening is None:
+            # No final comparison to make (no candidate, or no room for its launches): what
+            # is left of the budget can no longer change the answer. (With screening the
+            # screening launches go on: a candidate they find still gets the full ones.)
+            return decision(stops.reserve_stop(snap))
         launches += final
         snap = snap.with_queued(final)
     before = snap

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tuner.space.objectives import is_multi_objective
 from tuner.space.spec import Scalar, SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
@@ -109,14 +110,22 @@ class Snapshot:
             if t.screening == screening and (t.launched or t.waiting or t.running)
         )
 
+    @property
+    def final_reserve(self) -> int:
+        """Full launches the budget keeps for the final comparison: ``2 x
+        stop.final_launches``; none with several objectives, which have no final comparison."""
+        return 0 if is_multi_objective(self.spec) else 2 * self.spec.stop.final_launches
+
     def has_room(self, params: Mapping[str, Scalar], copies: int = 1) -> bool:
         """Whether ``copies`` more launches of ``params`` (a check: confirm, simplify) fit
-        in the budget of their fidelity: --trials full loads, or screening.max_launches."""
+        in the budget of their fidelity: screening.max_launches, or --trials full loads
+        less the final comparison's (``2 x stop.final_launches``)."""
         screening_spec = self.spec.screening
         if screening.fidelity(self.spec, attrs.CONFIRM, params) == attrs.SCREEN:
             assert screening_spec is not None
             return self.screen_launched + copies <= screening_spec.max_launches
-        return self.full_launched + copies <= self.budget
+        # The final comparison's full launches are never a check's: the answer needs them.
+        return self.full_launched + copies + self.final_reserve <= self.budget
 
     def search_left(self) -> int:
         """Launches the search has left before the budget's final comparison: of screening
@@ -125,12 +134,12 @@ class Snapshot:
         screening = self.spec.screening
         if screening is not None:
             return screening.max_launches - self.screen_launched
-        return self.budget - self.launched - 2 * self.spec.stop.final_launches
+        return self.budget - self.launched - self.final_reserve
 
     def budget_spent(self) -> bool:
         """What is left of the budget is the final comparison's (full launches), or no
         screening launch is left to give."""
-        if self.budget - self.committed_of(False) <= 2 * self.spec.stop.final_launches:
+        if self.budget - self.committed_of(False) <= self.final_reserve:
             return True
         screening = self.spec.screening
         return screening is not None and self.committed_of(True) >= screening.max_launches

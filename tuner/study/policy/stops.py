@@ -51,6 +51,26 @@ def budget_stop(snap: Snapshot) -> Stop:
     return Stop(attrs.BUDGET, f"used the budget of {snap.budget}{full} launches")
 
 
+def reserve_stop(snap: Snapshot) -> Stop:
+    """The budget's stop when only the final comparison's launches are left and it has
+    nothing to compare (no candidate, or too few launches left for its own)."""
+    left = snap.budget - snap.committed_of(False)
+    if left <= 0:
+        return budget_stop(snap)
+    candidate = snap.facts.candidate()
+    why = (
+        "the search's choice needs more for its final comparison "
+        f"({snap.final_reserve}: stop.final_launches a side)"
+        if candidate is not None and not candidate.keep_defaults
+        else "kept for a final comparison, and the search found no candidate for one"
+    )
+    return Stop(
+        attrs.BUDGET,
+        f"used the budget of {snap.budget} launches but its last {left}: {why}; "
+        "no launch left could change the answer",
+    )
+
+
 def hours(snap: Snapshot, goal: Goal) -> Stop | None:
     """--hours: the next launch, with the final comparison's full launches after it, would
     pass the study's hours at the measured cost of a launch of each fidelity."""
@@ -61,7 +81,7 @@ def hours(snap: Snapshot, goal: Goal) -> Stop | None:
     full = costs.full.per_launch_s or 0.0
     screening = snap.spec.screening is not None
     next_s = (costs.screen.per_launch_s if screening else costs.full.per_launch_s) or 0.0
-    reserve = 2 * snap.spec.stop.final_launches * full
+    reserve = snap.final_reserve * full
     if costs.spent_s + next_s + reserve <= limit * 3600:
         return None
     return Stop(
