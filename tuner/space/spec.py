@@ -252,6 +252,11 @@ class StopSpec(StrictModel):
     # answer, it and the defaults are launched this many times each, fresh and interleaved,
     # and the answer rests on those launches alone (docs/statistics.md).
     final_launches: int = Field(default=2, ge=1, le=8)
+    # The final comparison's confidence (two-sided; the answer needs the lower end above
+    # min_gain, so a false gain is at most half of 1 - final_confidence a study). Stricter
+    # than the search's own comparisons: a false gain is the one answer this tool must not
+    # give, and the search's confidence only decides what to launch next.
+    final_confidence: float = Field(default=0.99, gt=0.5, lt=1)
 
     @model_validator(mode="after")
     def _confirmation_bounds(self) -> StopSpec:

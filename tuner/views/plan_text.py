@@ -55,7 +55,7 @@ def plan_lines(plan: CostPlan) -> list[str]:
         "times in five)",
         f"  the answer: a change is recommended only when its final comparison "
         f"({plan.final_launches} fresh launches of it and {plan.final_launches} of the "
-        f"defaults, interleaved) puts its {plan.confidence:.0%} interval above min_gain "
+        f"defaults, interleaved) puts its {plan.final_confidence:.0%} interval above min_gain "
         f"({pct_text(plan.min_gain)}): at this noise that takes a gain of "
         f"{pct_text(plan.confirmable)} (half the time; "
         f"{pct_text(plan.confirmable_high_power)} four times in five)",

@@ -137,7 +137,7 @@ class StudyAnalysis:
             self.final_noise,
             direction=self.direction,
             min_gain=stop.min_gain,
-            confidence=stop.confidence,
+            confidence=stop.final_confidence,
         )
 
     def _label(self, key: str) -> str:

@@ -66,6 +66,8 @@ class CostPlan:
     high_power: DetectableGain
     final_launches: int
     """Launches of each side in the final comparison (stop.final_launches)."""
+    final_confidence: float
+    """The final comparison's confidence (stop.final_confidence)."""
     final: DetectableGain
     """The final comparison's detectable gain above min_gain (its interval must clear
     min_gain, so a gain is confirmed at ``min_gain + final.gain``), at the wider of the
@@ -131,6 +133,7 @@ class CostPlan:
             "mde": mde(self.now),
             "final": {
                 "launches_each": self.final_launches,
+                "confidence": self.final_confidence,
                 "cannot_confirm_below": _finite(self.confirmable),
                 "confirmed_four_in_five": _finite(self.confirmable_high_power),
                 "mde": mde(self.final),
@@ -243,13 +246,14 @@ def cost_plan(
         k_candidate: int = candidate,
         k_baseline: int = baseline,
         power: float = PLAN_POWER,
+        confidence: float = stop.confidence,
     ) -> DetectableGain:
         return detectable_gain(
             n,
             rounds=r,
             candidate_launches=k_candidate,
             baseline_launches=k_baseline,
-            confidence=stop.confidence,
+            confidence=confidence,
             power=power,
             direction=spec.direction,
         )
@@ -275,7 +279,16 @@ def cost_plan(
                     noise, var=noise.observed_var, dof=noise.observed_dof + extra, prior_dof=0
                 )
             )
-        found = [mde(n, k_candidate=final_k, k_baseline=final_k, power=power) for n in options]
+        found = [
+            mde(
+                n,
+                k_candidate=final_k,
+                k_baseline=final_k,
+                power=power,
+                confidence=stop.final_confidence,
+            )
+            for n in options
+        ]
         return max(found, key=lambda d: d.gain)
 
     values = sum(len(levels(p)) - 1 for p in spec.params.values())
@@ -322,6 +335,7 @@ def cost_plan(
         settled=settled,
         high_power=mde(first_noise, power=HIGH_POWER),
         final_launches=final_k,
+        final_confidence=stop.final_confidence,
         final=final_mde(PLAN_POWER),
         final_high_power=final_mde(HIGH_POWER),
         patience=patience,
