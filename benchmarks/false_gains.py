@@ -26,12 +26,14 @@ candidate still reach its plateau rather than the budget. A study that ends on
 
 ``--hidden`` runs instead the hidden-gain case with sim.yaml's probe (search_fake's
 ``--probe``) at 1% noise and its own budget (30): within 2% of the optimum k/n with its
-lower bound, and the launches' median and p90 (reference: 30/30 at a median of 10).
+lower bound, and the launches' median and p90 (reference: 30/30 at a median of 10);
+``--noise`` gives it a row per noise.
 
     python benchmarks/false_gains.py                                  # 12 cells x 40 studies
     python benchmarks/false_gains.py --noise 0.04 --patience 8 --faults none --studies 10
     python benchmarks/false_gains.py --cells 0.01/16/cold-drift,0.04/8/none --jobs 1
     python benchmarks/false_gains.py --hidden                          # 30 studies
+    python benchmarks/false_gains.py --hidden --noise 0.01,0.02,0.04   # 30 studies a row
     python benchmarks/false_gains.py --studies 2 --noise 0.04 --patience 8   # a smoke run
 
 A study takes about 8 s of one core at patience 8 and 15 s at patience 16 (measured on a
@@ -181,26 +183,30 @@ def run_grid(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> None
 
 
 def run_hidden(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> None:
+    """The hidden-gain case with sim.yaml's probe, one row per ``--noise`` given (default
+    HIDDEN_NOISE alone)."""
     seeds = range(args.first_seed, args.first_seed + (args.studies or 30))
-    options = Options(noise=HIDDEN_NOISE, probe=True)
-    budget = options.budget_for("hidden-gain")
+    noises = args.noise if args.noise_given else [HIDDEN_NOISE]
+    budget = Options(probe=True).budget_for("hidden-gain")
     print(
-        f"false_gains --hidden: hidden-gain with the probe, noise {HIDDEN_NOISE:g} each kind, "
-        f"budget {budget} launches, {len(seeds)} studies (seeds {seeds[0]}..{seeds[-1]}), "
-        f"jobs {args.jobs}"
+        f"false_gains --hidden: hidden-gain with the probe, noise "
+        f"{', '.join(f'{n:g}' for n in noises)} each kind, budget {budget} launches, "
+        f"{len(seeds)} studies (seeds {seeds[0]}..{seeds[-1]}), jobs {args.jobs}"
     )
     print()
     print("| case | noise | within 2% | 95% lower | launches med / p90 | stops | missed | s |")
     print("|---|---|---|---|---|---|---|---|")
-    t0 = time.monotonic()
-    rows = run_seeds("hidden-gain", seeds, options, jobs=args.jobs, pool=pool)
-    within = sum(r["within"] for r in rows)
-    missed = [r["seed"] for r in rows if not r["within"]]
-    print(
-        f"| hidden-gain + probe | {HIDDEN_NOISE:g} | {_score(within, len(rows))} "
-        f"| {_launches(rows)} | {_stops(rows)} | {' '.join(map(str, missed)) or '-'} "
-        f"| {time.monotonic() - t0:.0f} |"
-    )
+    for noise in noises:
+        t0 = time.monotonic()
+        rows = run_seeds("hidden-gain", seeds, Options(noise=noise, probe=True), pool=pool)
+        within = sum(r["within"] for r in rows)
+        missed = [r["seed"] for r in rows if not r["within"]]
+        print(
+            f"| hidden-gain + probe | {noise:g} | {_score(within, len(rows))} "
+            f"| {_launches(rows)} | {_stops(rows)} | {' '.join(map(str, missed)) or '-'} "
+            f"| {time.monotonic() - t0:.0f} |",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -216,6 +222,9 @@ def main() -> int:
     p.add_argument("--drift-launches", type=int, default=None, help="default: the budget")
     p.add_argument("--hidden", action="store_true", help="the hidden-gain check instead")
     args = p.parse_args()
+    args.noise_given = "--noise" in sys.argv[1:] or any(
+        a.startswith("--noise=") for a in sys.argv[1:]
+    )
     pool = ProcessPoolExecutor(max_workers=args.jobs) if args.jobs > 1 else None
     try:
         (run_hidden if args.hidden else run_grid)(args, pool)
