@@ -224,3 +224,45 @@ def test_a_reused_connection_closed_before_any_byte_is_retryable() -> None:
         assert second.retryable and second.error is not None
     finally:
         loop.close()
+
+
+def test_the_clock_starts_before_a_connection_is_taken_and_the_request_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As vllm bench serve's, whose clock starts before ``session.post``: a connect (no
+    idle connection) and the write are in TTFT and E2EL, not only the server's time."""
+    now = [100.0]
+
+    def clock() -> float:
+        return now[0]
+
+    monkeypatch.setattr("tuner.bench.http._perf", clock, raising=False)
+    monkeypatch.setattr("tuner.bench.http_protocol._perf", clock, raising=False)
+
+    class SlowWrite(FakeTransport):
+        def write(self, data: bytes) -> None:  # type: ignore[override]
+            now[0] += 0.002  # the write takes 2 ms
+            super().write(data)
+            asyncio.get_running_loop().call_soon(answer)
+
+    def answer() -> None:
+        now[0] += 0.020  # the server's 20 ms to the first token
+        conn.data_received(HEAD + BODY)
+
+    async def connect() -> StreamProtocol:
+        await asyncio.sleep(0)
+        now[0] += 0.030  # no idle connection: a 30 ms connect
+        conn.connection_made(SlowWrite())
+        return conn
+
+    async def main() -> Exchange:
+        return await pool.exchange(b"POST / HTTP/1.1\r\n\r\n", 5.0)
+
+    pool = Pool(Target.from_url("http://127.0.0.1:9"), clock=clock)
+    conn = StreamProtocol(pool)
+    monkeypatch.setattr(pool, "_connect", connect)
+    ex = asyncio.run(main())
+    assert ex.error is None and ex.chunks == 3
+    assert ex.t_send == 100.0
+    assert ex.t_first - ex.t_send == pytest.approx(0.052)  # connect + write + server
+    assert ex.t_last - ex.t_send == pytest.approx(0.052)  # one read: E2EL the same

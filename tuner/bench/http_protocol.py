@@ -13,13 +13,11 @@ is free or gone), so it never imports it.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Protocol
 
 from tuner.bench import sse
 
-_perf = time.perf_counter
 _classify = sse.classify
 _REASONING = sse.REASONING
 _PARSE = sse.PARSE
@@ -175,9 +173,8 @@ class StreamProtocol(asyncio.Protocol):
         self._sse = sse.SseParser()
         self._fast = False
         assert self.transport is not None
+        # exchange.t_send was stamped by the pool before it took this connection.
         self.transport.write(request)
-        # The request is in the kernel now: time to send is not time to first token.
-        exchange.t_send = _perf()
 
     def timeout(self, seconds: float) -> None:
         ex = self.exchange

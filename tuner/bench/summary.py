@@ -3,12 +3,13 @@
 Pure functions over a ``LevelResult``; nothing here measures. Over the successful
 requests of a level (failed ones count only as errors):
 
-- TTFT: first token-bearing chunk minus the request's send time;
+- TTFT: first token-bearing chunk minus the request's start (as vLLM's clock, before a
+  connection is taken from the pool and the request written);
 - TPOT: ``(e2el - ttft) / (output_tokens - 1)``, for requests of more than one token;
 - ITL: every gap between successive token-bearing chunks, one sample per chunk gap
   (a chunk carrying k tokens is one sample, as in vLLM; ``tokens_per_chunk`` says how
   many tokens a chunk carried on average);
-- E2EL: last token-bearing chunk minus send time;
+- E2EL: last token-bearing chunk minus the request's start;
 - throughputs: output tokens, requests, and prompt plus output tokens of the successful
   requests over the level's duration (first send to last token), so failed requests
   lower them rather than being averaged away;
