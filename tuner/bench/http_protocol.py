@@ -22,7 +22,10 @@ _classify = sse.classify
 _REASONING = sse.REASONING
 _PARSE = sse.PARSE
 _DONE = sse.DONE
-_TOKEN_KINDS = frozenset((sse.CONTENT, sse.REASONING))
+_ROLE = sse.ROLE
+# Every chunk with choices starts or extends the clock (TTFT, ITL, E2EL), as in vllm
+# bench serve; all but the chat role announcement are tokens.
+_TIMED_KINDS = frozenset((sse.CONTENT, sse.REASONING, sse.ROLE))
 
 # Response states of one connection.
 _IDLE, _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE = range(5)
@@ -31,13 +34,20 @@ _MAX_ERROR_BODY = 64 * 1024
 
 
 class Exchange:
-    """One request and its response as the client saw them; filled in by the protocol."""
+    """One request and its response as the client saw them; filled in by the protocol.
+
+    ``t_send`` is when the pool began the request; ``t_first`` and ``t_last`` when the
+    first and the last chunk with choices arrived, ``itl`` the gaps between them
+    (``timed - 1``), as ``vllm bench serve`` times them. ``chunks`` counts the
+    token-bearing ones: all but the chat role announcement.
+    """
 
     __slots__ = (
         "t_send",
         "t_first",
         "t_last",
         "itl",
+        "timed",
         "chunks",
         "reasoning_chunks",
         "usage",
@@ -55,6 +65,7 @@ class Exchange:
         self.t_first = 0.0
         self.t_last = 0.0
         self.itl: list[float] = []
+        self.timed = 0
         self.chunks = 0
         self.reasoning_chunks = 0
         self.usage: dict | None = None
@@ -356,15 +367,17 @@ class StreamProtocol(asyncio.Protocol):
             if event.usage is not None:
                 ex.usage = event.usage
             kind = event.kind
-        if kind in _TOKEN_KINDS:
-            if ex.chunks:
+        if kind in _TIMED_KINDS:
+            if ex.timed:
                 ex.itl.append(now - ex.t_last)
             else:
                 ex.t_first = now
             ex.t_last = now
-            ex.chunks += 1
-            if kind == _REASONING:
-                ex.reasoning_chunks += 1
+            ex.timed += 1
+            if kind != _ROLE:
+                ex.chunks += 1
+                if kind == _REASONING:
+                    ex.reasoning_chunks += 1
         elif kind == _DONE:
             ex.saw_done = True
 
