@@ -198,7 +198,12 @@ def run_tuner_bench(python: str, url: str, load: Load, cpu: int | None) -> dict:
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"tuner bench failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    report = json.loads(done.stdout)
+    return first_level(done.stdout)
+
+
+def first_level(stdout: str) -> dict:
+    """The first level of what ``tuner bench --format json`` printed."""
+    report = json.loads(stdout)
     levels = report["levels"] if isinstance(report, dict) else report
     level: dict = levels[0]
     return level
@@ -216,13 +221,23 @@ def compare(
             for _ in range(runs):
                 vllm_runs.append(run_vllm_bench(python, url, load, client_cpu, out))
                 tuner_runs.append(run_tuner_bench(python, url, load, client_cpu))
+    return table_data(load, vllm_runs, tuner_runs)
+
+
+def client_limited(level: dict) -> bool:
+    """Whether ``tuner bench`` flagged a level client-limited: its ``client.limited``."""
+    return bool(level["client"]["limited"])
+
+
+def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]) -> dict:
+    """The table's data from vllm's result JSONs and tuner's levels (``--format json``)."""
     rows = [
         Row(label, tuple(r[key] for r in vllm_runs), tuple(read(lv) for lv in tuner_runs))
         for label, key, read in METRICS
     ]
     return {
         "load": load.__dict__,
-        "runs": runs,
+        "runs": len(vllm_runs),
         "rows": [row.to_dict() for row in rows],
         "vllm_tokens_per_event": [
             r["total_output_tokens"] / (r["completed"] + sum(len(i) for i in r["itls"]))
@@ -234,7 +249,7 @@ def compare(
         # From each server's usage: what the request carried, per request.
         "vllm_prompt_tokens": [r["total_input_tokens"] / r["completed"] for r in vllm_runs],
         "tuner_prompt_tokens": [lv["prompt_tokens"] / lv["completed"] for lv in tuner_runs],
-        "tuner_client_limited": [bool(lv.get("client_limited")) for lv in tuner_runs],
+        "tuner_client_limited": [client_limited(lv) for lv in tuner_runs],
         "tuner_flagged": [lv.get("flagged") for lv in tuner_runs],
     }
 

@@ -283,6 +283,7 @@ def test_reasoning_and_content_are_counted_apart() -> None:
         result = measure_level(server.url, load(api="chat", warmup=0, requests=2))
     for r in result.records:
         assert r.ok and r.chunks == 8  # the role-only chunk carries no token
+        assert len(r.itl_s) == 8 and r.role_chunks == 1  # but it is timed, as in vLLM
         assert (r.output_tokens, r.reasoning_tokens, r.content_tokens) == (8, 4, 4)
     s = summarize(result)
     assert (s.reasoning_tokens, s.content_tokens) == (8, 8)

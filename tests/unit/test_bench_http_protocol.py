@@ -9,6 +9,7 @@ import pytest
 
 from tuner.bench.http import Pool, Target
 from tuner.bench.http_protocol import Exchange, StreamProtocol
+from tuner.bench.level import to_record
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
@@ -224,3 +225,112 @@ def test_a_reused_connection_closed_before_any_byte_is_retryable() -> None:
         assert second.retryable and second.error is not None
     finally:
         loop.close()
+
+
+def test_the_clock_starts_before_a_connection_is_taken_and_the_request_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As vllm bench serve's, whose clock starts before ``session.post``: a connect (no
+    idle connection) and the write are in TTFT and E2EL, not only the server's time."""
+    now = [100.0]
+
+    def clock() -> float:
+        return now[0]
+
+    monkeypatch.setattr("tuner.bench.http._perf", clock, raising=False)
+    monkeypatch.setattr("tuner.bench.http_protocol._perf", clock, raising=False)
+
+    class SlowWrite(FakeTransport):
+        def write(self, data: bytes) -> None:  # type: ignore[override]
+            now[0] += 0.002  # the write takes 2 ms
+            super().write(data)
+            asyncio.get_running_loop().call_soon(answer)
+
+    def answer() -> None:
+        now[0] += 0.020  # the server's 20 ms to the first token
+        conn.data_received(HEAD + BODY)
+
+    async def connect() -> StreamProtocol:
+        await asyncio.sleep(0)
+        now[0] += 0.030  # no idle connection: a 30 ms connect
+        conn.connection_made(SlowWrite())
+        return conn
+
+    async def main() -> Exchange:
+        return await pool.exchange(b"POST / HTTP/1.1\r\n\r\n", 5.0)
+
+    pool = Pool(Target.from_url("http://127.0.0.1:9"), clock=clock)
+    conn = StreamProtocol(pool)
+    monkeypatch.setattr(pool, "_connect", connect)
+    ex = asyncio.run(main())
+    assert ex.error is None and ex.chunks == 3
+    assert ex.t_send == 100.0
+    assert ex.t_first - ex.t_send == pytest.approx(0.052)  # connect + write + server
+    assert ex.t_last - ex.t_send == pytest.approx(0.052)  # one read: E2EL the same
+
+
+def chat_event(**delta: object) -> bytes:
+    return event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+
+
+def chat_exchange(usage: dict | None) -> Exchange:
+    """A chat stream, one read each: the role announcement at +50 ms, then 3 tokens."""
+    now = [10.0]
+    loop = asyncio.new_event_loop()
+    try:
+        pool = Pool(Target.from_url("http://127.0.0.1:9"), clock=lambda: now[0])
+        conn = StreamProtocol(pool)
+        conn.connection_made(FakeTransport())
+        ex = Exchange(loop.create_future())
+        ex.t_send = 10.0
+        conn.send(b"x", ex)
+        tail = chunk(event({"choices": [], "usage": usage})) if usage else b""
+        reads = [
+            (10.000, HEAD),
+            (10.050, chunk(chat_event(role="assistant", content=""))),
+            (10.0501, chunk(chat_event(reasoning_content=" r"))),
+            (10.060, chunk(chat_event(content=" a"))),
+            (10.070, chunk(chat_event(content=" b")) + tail + chunk(b"data: [DONE]\n\n") + END),
+        ]
+        for at, data in reads:
+            now[0] = at
+            conn.data_received(data)
+        assert ex.future.done()
+        return ex
+    finally:
+        loop.close()
+
+
+def test_the_chat_role_announcement_is_timed_as_vllm_does_but_is_not_a_token() -> None:
+    """vllm bench serve's chat client times every chunk with choices: the role chunk sets
+    TTFT and the first token after it adds one (near-zero) ITL gap. It carries no token."""
+    ex = chat_exchange(usage=None)
+    assert ex.error is None
+    assert ex.t_first == 10.050 and ex.t_last == 10.070  # TTFT at the role chunk
+    assert ex.itl == pytest.approx([0.0001, 0.0099, 0.010])  # one gap more than tokens - 1
+    assert (ex.timed, ex.chunks, ex.reasoning_chunks) == (4, 3, 1)
+    record = to_record(ex, concurrency=1, round_index=0, index=0, t0=10.0, expected_prompt_tokens=7)
+    assert record.ttft_s == pytest.approx(0.050) and record.e2el_s == pytest.approx(0.070)
+    assert len(record.itl_s) == 3 and record.role_chunks == 1
+    # No usage: one token per token-bearing chunk, the role chunk not among them.
+    assert (record.output_tokens, record.reasoning_tokens, record.tokens_estimated) == (
+        3,
+        1,
+        True,
+    )
+    assert record.tokens_per_chunk == 1.0
+
+
+def test_the_role_announcement_is_not_in_the_reasoning_split() -> None:
+    # Usage without details: 9 tokens split as the 3 token chunks (1 reasoning), not 4.
+    usage = {"prompt_tokens": 7, "completion_tokens": 9, "total_tokens": 16}
+    record = to_record(
+        chat_exchange(usage),
+        concurrency=1,
+        round_index=0,
+        index=0,
+        t0=10.0,
+        expected_prompt_tokens=7,
+    )
+    assert (record.output_tokens, record.reasoning_tokens, record.content_tokens) == (9, 3, 6)
+    assert record.tokens_per_chunk == 3.0

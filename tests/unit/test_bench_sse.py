@@ -7,7 +7,17 @@ import json
 import pytest
 
 from tuner.bench import sse
-from tuner.bench.sse import CONTENT, DONE, NONE, PARSE, REASONING, SseParser, classify, parse_event
+from tuner.bench.sse import (
+    CONTENT,
+    DONE,
+    NONE,
+    PARSE,
+    REASONING,
+    ROLE,
+    SseParser,
+    classify,
+    parse_event,
+)
 
 
 def completion(text: str | None, **extra: object) -> bytes:
@@ -56,7 +66,10 @@ PAYLOADS = [
     (json.dumps({"choices": [], "usage": USAGE}).encode(), NONE),
     (json.dumps({"choices": [], "usage": USAGE}, separators=(",", ":")).encode(), NONE),
     (completion(" x", usage=USAGE), CONTENT),
-    (chat({"role": "assistant", "content": ""}), NONE),
+    # The role announcement has choices: timed as in vllm bench serve, but not a token.
+    (chat({"role": "assistant", "content": ""}), ROLE),
+    (chat({"role": "assistant"}), ROLE),
+    (chat({"role": "assistant", "content": None}), ROLE),
     (chat({"content": " hi"}), CONTENT),
     (chat({"content": None, "reasoning_content": " hmm"}), REASONING),
     (chat({"reasoning": " hmm"}), REASONING),
@@ -66,7 +79,8 @@ PAYLOADS = [
     (chat({"content": ""}), CONTENT),
     (chat({"role": None, "content": ""}), CONTENT),
     (chat({"role": "assistant", "content": " hi"}), CONTENT),
-    (chat({"role": "user"}), NONE),
+    (chat({"role": "user"}), ROLE),
+    (json.dumps({"choices": [{"index": 0, "delta": {"role": "assistant"}}]}).encode(), ROLE),
     (chat({"content": "", "tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}), CONTENT),
     (json.dumps({"choices": [{"index": 0, "text": " spaced"}]}).encode(), CONTENT),
     (json.dumps({"error": {"message": "boom"}}).encode(), NONE),
@@ -89,7 +103,7 @@ def test_fast_path_decides_the_common_chunks_without_json() -> None:
     assert classify(completion(" the")) == CONTENT
     assert classify(chat({"content": " hi"})) == CONTENT
     assert classify(chat({"reasoning_content": " hm"})) == REASONING
-    assert classify(chat({"role": "assistant", "content": ""})) == NONE
+    assert classify(chat({"role": "assistant", "content": ""})) == ROLE
     assert classify(completion("")) == CONTENT
     assert classify(chat({"content": ""})) == CONTENT
     assert classify(b"[DONE]") == DONE
@@ -186,4 +200,4 @@ def test_an_unfinished_event_stays_pending() -> None:
 
 
 def test_constants_are_distinct() -> None:
-    assert len({sse.NONE, sse.CONTENT, sse.REASONING, sse.DONE, sse.PARSE}) == 5
+    assert len({sse.NONE, sse.CONTENT, sse.REASONING, sse.DONE, sse.PARSE, sse.ROLE}) == 6

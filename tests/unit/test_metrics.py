@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -170,6 +171,19 @@ def test_peak_leaves_out_the_partial_last_second_and_short_levels_use_their_span
     short = record(0, ttft=0.1, itl=(0.1,) * 3)  # 4 tokens by 0.4 s
     assert peak_output_throughput([short]) == pytest.approx(4 / 0.4)
     assert peak_output_throughput([]) == 0.0
+
+
+def test_the_chat_role_announcement_is_timed_but_in_no_peak_bucket() -> None:
+    # Role chunk at 0.95 s, then 4 one-token chunks at 0.96, 0.97, 1.5 and 2.5 s: 2
+    # tokens in the first second (3 if the role chunk were counted), 1 in the second.
+    chat = replace(record(0, ttft=0.95, itl=(0.01, 0.01, 0.53, 1.0)), chunks=4, output_tokens=4)
+    assert chat.role_chunks == 1 and chat.tokens_per_chunk == 1.0
+    assert peak_output_throughput([chat]) == pytest.approx(2.0)
+    s = summarize(level(chat, duration=2.5))
+    assert s.ttft_ms.p50 == pytest.approx(950.0)  # TTFT at the role chunk, as vLLM's
+    assert s.itl_ms.count == 4 and s.tokens_per_chunk == 1.0
+    assert s.tpot_ms.mean == pytest.approx((2.5 - 0.95) / 3 * 1000)
+    assert record(1).role_chunks == 0
 
 
 def test_reasoning_and_content_tokens_apart() -> None:

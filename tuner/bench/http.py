@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -34,6 +35,7 @@ from tuner.server_http import auth_headers, host_header, tls_context, url_host
 __all__ = ["CONNECT_TIMEOUT_S", "Exchange", "Pool", "StreamProtocol", "Target"]
 
 CONNECT_TIMEOUT_S = 10.0
+_perf = time.perf_counter
 
 
 @dataclass(frozen=True)
@@ -143,10 +145,18 @@ class Pool:
         return await self._connect()
 
     async def exchange(self, request: bytes, timeout_s: float) -> Exchange:
-        """Send one request and wait for its whole response; never raises for I/O."""
+        """Send one request and wait for its whole response; never raises for I/O.
+
+        ``t_send``, where TTFT and E2EL start, is stamped before a connection is taken.
+        """
         loop = asyncio.get_running_loop()
+        # The clock starts as vllm bench serve's does, before ``session.post``: taking a
+        # connection (a connect, when none is idle) and writing the request are in TTFT
+        # and E2EL. A resend on a new connection keeps the first start.
+        t_send = _perf()
         for attempt in (0, 1):
             ex = Exchange(loop.create_future())
+            ex.t_send = t_send
             try:
                 conn = await self._take()
             except OSError as exc:

@@ -13,18 +13,19 @@ is free or gone), so it never imports it.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Protocol
 
 from tuner.bench import sse
 
-_perf = time.perf_counter
 _classify = sse.classify
 _REASONING = sse.REASONING
 _PARSE = sse.PARSE
 _DONE = sse.DONE
-_TOKEN_KINDS = frozenset((sse.CONTENT, sse.REASONING))
+_ROLE = sse.ROLE
+# Every chunk with choices starts or extends the clock (TTFT, ITL, E2EL), as in vllm
+# bench serve; all but the chat role announcement are tokens.
+_TIMED_KINDS = frozenset((sse.CONTENT, sse.REASONING, sse.ROLE))
 
 # Response states of one connection.
 _IDLE, _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE = range(5)
@@ -33,13 +34,20 @@ _MAX_ERROR_BODY = 64 * 1024
 
 
 class Exchange:
-    """One request and its response as the client saw them; filled in by the protocol."""
+    """One request and its response as the client saw them; filled in by the protocol.
+
+    ``t_send`` is when the pool began the request; ``t_first`` and ``t_last`` when the
+    first and the last chunk with choices arrived, ``itl`` the gaps between them
+    (``timed - 1``), as ``vllm bench serve`` times them. ``chunks`` counts the
+    token-bearing ones: all but the chat role announcement.
+    """
 
     __slots__ = (
         "t_send",
         "t_first",
         "t_last",
         "itl",
+        "timed",
         "chunks",
         "reasoning_chunks",
         "usage",
@@ -57,6 +65,7 @@ class Exchange:
         self.t_first = 0.0
         self.t_last = 0.0
         self.itl: list[float] = []
+        self.timed = 0
         self.chunks = 0
         self.reasoning_chunks = 0
         self.usage: dict | None = None
@@ -175,9 +184,8 @@ class StreamProtocol(asyncio.Protocol):
         self._sse = sse.SseParser()
         self._fast = False
         assert self.transport is not None
+        # exchange.t_send was stamped by the pool before it took this connection.
         self.transport.write(request)
-        # The request is in the kernel now: time to send is not time to first token.
-        exchange.t_send = _perf()
 
     def timeout(self, seconds: float) -> None:
         ex = self.exchange
@@ -359,15 +367,17 @@ class StreamProtocol(asyncio.Protocol):
             if event.usage is not None:
                 ex.usage = event.usage
             kind = event.kind
-        if kind in _TOKEN_KINDS:
-            if ex.chunks:
+        if kind in _TIMED_KINDS:
+            if ex.timed:
                 ex.itl.append(now - ex.t_last)
             else:
                 ex.t_first = now
             ex.t_last = now
-            ex.chunks += 1
-            if kind == _REASONING:
-                ex.reasoning_chunks += 1
+            ex.timed += 1
+            if kind != _ROLE:
+                ex.chunks += 1
+                if kind == _REASONING:
+                    ex.reasoning_chunks += 1
         elif kind == _DONE:
             ex.saw_done = True
 

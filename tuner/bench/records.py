@@ -13,13 +13,17 @@ from dataclasses import dataclass, field
 class RequestRecord:
     """One request as the client saw it.
 
-    ``start_s`` is when the request was sent, in seconds since the level's measured
-    window began; ``ttft_s`` and ``e2el_s`` run from that send to the first and the last
-    token-bearing chunk. ``itl_s`` holds the gaps between successive token-bearing
-    chunks (``chunks - 1`` of them). ``output_tokens`` comes from the server's ``usage``
-    when it sends one; otherwise it is one per token-bearing chunk and
-    ``tokens_estimated`` is true. ``output_tokens / chunks`` is the tokens per chunk,
-    above 1 with speculative decoding or a server that batches its writes.
+    ``start_s`` is when the request started (before a connection was taken from the pool
+    and the request written, where ``vllm bench serve`` starts its clock), in seconds
+    since the level's measured window began; ``ttft_s`` and ``e2el_s`` run from that
+    start to the first and the last chunk with choices, and ``itl_s`` holds the gaps
+    between successive ones, as ``vllm bench serve`` times them: the chat role
+    announcement included, though it carries no token. ``chunks`` counts the
+    token-bearing chunks (``itl_s`` has ``chunks - 1 + role_chunks`` gaps).
+    ``output_tokens`` comes from the server's ``usage`` when it sends one; otherwise it
+    is one per token-bearing chunk and ``tokens_estimated`` is true. ``output_tokens / chunks`` is
+    the tokens per chunk, above 1 with speculative decoding or a server that batches its
+    writes.
     """
 
     concurrency: int
@@ -47,6 +51,11 @@ class RequestRecord:
     @property
     def tokens_per_chunk(self) -> float:
         return self.output_tokens / self.chunks if self.chunks else 0.0
+
+    @property
+    def role_chunks(self) -> int:
+        """Timed chunks that carry no token: the chat role announcement, before the first."""
+        return max(0, len(self.itl_s) + 1 - self.chunks) if self.chunks else 0
 
     @property
     def end_s(self) -> float:

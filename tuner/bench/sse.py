@@ -5,7 +5,7 @@ Two layers, both pure and incremental so that bytes may arrive split at any boun
 - ``SseParser.feed(data)`` returns the ``data:`` payloads of the events completed by
   ``data`` (several per call, or none while an event is still partial);
 - ``classify(payload)`` says what one payload is: a token chunk (content or reasoning),
-  nothing (the chat role announcement, a usage-only chunk), ``[DONE]``, or "parse it"
+  the chat role announcement, nothing (a usage-only chunk), ``[DONE]``, or "parse it"
   (usage, an error, or a shape the fast path does not know). ``parse_event(payload)`` is
   the full, authoritative JSON parse; ``classify`` only answers when its answer equals
   ``parse_event``'s.
@@ -15,9 +15,10 @@ endpoint_request_func.py): every chunk with a non-empty ``choices`` list, empty 
 included. vLLM sends one chunk per scheduler step with the step's tokens, and a token
 that decodes to no text yet (a byte of a multi-byte character, a special token) comes as
 ``"text":""``: skipping it would merge its gap into the next one (ITL 2.3 to 2.5 times
-vLLM's on the tiny model of the vllm tier). One exception, on purpose: the chat role
-announcement (``delta`` with ``role`` and nothing else) is not a token; vLLM's server
-sends it just before the first token's chunk, so TTFT is the same either way.
+vLLM's on the tiny model of the vllm tier). The chat role announcement (``delta`` with
+``role`` and no text) has choices too, so it is ``ROLE``: a chunk for the clock, as in
+``vllm bench serve`` (it sets TTFT, and the gap to the next chunk is an ITL sample), but
+not a token (it counts in no token estimate, tokens per chunk or reasoning split).
 
 Why a fast path: ``json.loads`` of a 200-byte vLLM chunk costs about 5 us on a small
 server core, most of a per-token budget of 8 us. In valid JSON an unescaped ``"`` can
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 NONE = 0
-"""A chunk that is not a token: the chat role announcement, ``"choices":[]`` (usage)."""
+"""A chunk without choices, which the clock ignores: ``"choices":[]`` (usage), errors."""
 CONTENT = 1
 """A token chunk: ``choices[0].text`` (empty too) or a delta with content or tool calls."""
 REASONING = 2
@@ -42,6 +43,8 @@ DONE = 3
 """The ``[DONE]`` sentinel."""
 PARSE = 4
 """Undecided by the fast path: call ``parse_event``."""
+ROLE = 5
+"""The chat role announcement (a delta with ``role`` and no text): timed, not a token."""
 
 _TEXT = b'"text":"'
 _DELTA = b'"delta":'
@@ -81,7 +84,7 @@ def classify(payload: bytes) -> int:
                 return kind
     # No text in the delta: the role announcement, or a token that decodes to nothing.
     if _ROLE_ANNOUNCED in payload:
-        return NONE
+        return ROLE
     return PARSE if b'"role"' in payload else CONTENT
 
 
@@ -121,7 +124,7 @@ def _choice_kind(choices: Any) -> int:
         return CONTENT
     if delta.get("reasoning_content") or delta.get("reasoning"):
         return REASONING
-    return NONE if delta.get("role") else CONTENT
+    return ROLE if delta.get("role") else CONTENT
 
 
 def _error_text(error: Any) -> str:

@@ -3,17 +3,19 @@
 Pure functions over a ``LevelResult``; nothing here measures. Over the successful
 requests of a level (failed ones count only as errors):
 
-- TTFT: first token-bearing chunk minus the request's send time;
+- TTFT: first chunk with choices (the chat role announcement too, as in vLLM, though it
+  is no token) minus the request's start (as vLLM's clock, before a connection is taken
+  from the pool and the request written);
 - TPOT: ``(e2el - ttft) / (output_tokens - 1)``, for requests of more than one token;
-- ITL: every gap between successive token-bearing chunks, one sample per chunk gap
+- ITL: every gap between successive chunks with choices, one sample per chunk gap
   (a chunk carrying k tokens is one sample, as in vLLM; ``tokens_per_chunk`` says how
-  many tokens a chunk carried on average);
-- E2EL: last token-bearing chunk minus send time;
+  many tokens a token-bearing chunk carried on average);
+- E2EL: last chunk with choices minus the request's start;
 - throughputs: output tokens, requests, and prompt plus output tokens of the successful
   requests over the level's duration (first send to last token), so failed requests
   lower them rather than being averaged away;
 - peak output throughput: the most output tokens in any whole one-second bucket from
-  the first send, a chunk counting as the tokens it carried;
+  the first send, a token-bearing chunk counting as the tokens it carried;
 - goodput: requests/s that met every SLO given (``ttft_ms``, ``tpot_ms``, ``e2el_ms``).
 
 Percentiles interpolate linearly between order statistics, as numpy's default does;
@@ -281,11 +283,14 @@ def peak_output_throughput(records: Sequence[RequestRecord]) -> float:
         if r.ttft_s is None or not r.chunks:
             continue
         weight = r.output_tokens / r.chunks
+        skip = r.role_chunks  # timed, but no token: the chat role announcement
         t = r.start_s + r.ttft_s - origin
-        buckets[int(t)] += weight
-        for gap in r.itl_s:
-            t += gap
+        if not skip:
             buckets[int(t)] += weight
+        for i, gap in enumerate(r.itl_s, 1):
+            t += gap
+            if i >= skip:
+                buckets[int(t)] += weight
         last = max(last, t)
         total += weight * r.chunks
     whole = int(last)
