@@ -28,6 +28,7 @@ from tuner.probe.per_size import (
     plugin_choice,
     size_ranges,
 )
+from tuner.probe.plugin_table import read_table
 from tuner.probe.run import ProbeResult
 from tuner.space.spec import load_space
 from tuner.storage import Store
@@ -157,6 +158,12 @@ def test_on_the_sim_the_table_sets_ll_at_decode_and_leaves_prefill_to_ll128(
     text, notes = _printed(storage)
     rows = parse_table(text)
     assert rows and all(r.collective == "allreduce" for r in rows)
+    # tuner check's reader (the writer's rules) reads back what the writer wrote.
+    read = read_table(text)
+    assert read.problems == () and len(read.rows) == len(rows)
+    assert [r.line() for r in read.rows] == [
+        line for line in text.splitlines() if not line.startswith("#")
+    ]
     # Contiguous and non-overlapping, in order.
     for a, b in zip(rows, rows[1:], strict=False):
         assert b.min_bytes == a.max_bytes + 1
@@ -202,6 +209,7 @@ def test_a_long_study_name_is_cut_to_the_plugins_line_buffer(tmp_path: Path) -> 
     text = replace(table, study="s" * 400).csv_text()
     assert parse_table(text) == parse_table(table.csv_text())  # the reader takes it whole
     assert max(len(line.encode()) for line in text.splitlines()) == 255
+    assert read_table(text).problems == ()
 
 
 def test_a_study_without_a_probe_has_no_table_and_says_how_to_get_one(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
 - NCCL variables are spelled as NCCL spells them (NCCL ignores an unknown name
   silently, so a typo is a knob that does nothing) and valued as NCCL accepts them: ``nccl``;
   P2P and SHM settings that overlap or leave the GPUs only the network: ``nccl_transport``;
+  each NCCL_TUNER_CONFIG_FILE a table the tuner plugin reads (it exists, its rows parse,
+  NCCL_TUNER_PLUGIN loads the plugin, the path is absolute): ``nccl_tuner``;
 - what the ``screening:`` section adds: its flags checked with the params' (``flags``),
   its variables with NCCL's (``nccl``), none set by a param too; which params screening
   launches judge and, for the others, why not (none without the section): ``screening``;
@@ -45,6 +47,7 @@ from tuner.check.host import check_cpus, check_port, check_storage
 from tuner.check.model import check_model
 from tuner.check.nccl import check_nccl, check_nccl_variable
 from tuner.check.nccl_transport import check_nccl_transport
+from tuner.check.nccl_tuner import check_nccl_tuner
 from tuner.check.probe import check_probe
 from tuner.check.report import CheckItem, CheckReport, Findings, Level
 from tuner.check.screening import check_screening
@@ -100,6 +103,7 @@ def check_space(
         check_flags_against_help(space, argv, help_text, found)
     check_nccl(space, found)
     check_nccl_transport(space, found)
+    check_nccl_tuner(space, found)
     check_screening(space, found)
     check_port(space, found)
     check_cpus(space, found)

@@ -8,6 +8,7 @@ since 2.29, ext-tuner/example before; read by NCCL 2.27 and later, docs/deploy.m
 
     collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff
 
+(its rules live in tuner/probe/plugin_table.py, which `tuner check` reads tables with).
 Lines starting with ``#`` are comments to the plugin, so the header, what each size
 measured and the environment that loads the table are comments. The plugin reads lines
 of at most 255 characters (a longer one is cut, its rest read as a row): every line here
@@ -32,6 +33,7 @@ from tuner.probe.per_size import (
     plugin_choice,
     size_ranges,
 )
+from tuner.probe.plugin_table import HEADER, MAX_LINE, PluginRow
 from tuner.probe.run import ProbeResult
 from tuner.space.settings import baseline_params
 from tuner.space.spec import Space
@@ -39,16 +41,10 @@ from tuner.stats.wording import percent
 from tuner.study import attrs
 from tuner.study.run.probe_cache import Probed, nccl_key
 
-HEADER = (
-    "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,"
-    "numPipeOps,regBuff"
-)
 PLUGIN_PATH = "/path/to/libnccl-tuner-example.so"
 """A placeholder: where the user built the plugin (docs/deploy.md); tuner cannot know it."""
 CSV_PATH = "/path/to/nccl_tuner.csv"
 """A placeholder: where the user saves this output."""
-MAX_LINE = 255
-"""Bytes: the plugin reads lines with a 256-byte buffer, newline included."""
 
 
 @dataclass(frozen=True)
@@ -95,10 +91,11 @@ class NcclTunerTable:
             )
         for r in self.ranges:
             c = r.choice
-            lines.append(
-                f"allreduce,{r.min_bytes},{r.max_bytes},{c.algorithm},{c.protocol},"
-                f"{c.channels},1,{self.n_ranks},-1,-1"
-            )
+            row = PluginRow(
+                "allreduce", r.min_bytes, r.max_bytes, c.algorithm, c.protocol, c.channels,
+                n_nodes=1, n_ranks=self.n_ranks,
+            )  # fmt: skip
+            lines.append(row.line())
         lines.append("# Load it with (both paths are yours to set):")
         lines.extend(f"#   {line}" for line in self.env_lines())
         return "\n".join(_fit(line) for line in lines) + "\n"
