@@ -354,6 +354,30 @@ def test_checks_and_confirmations_never_eat_the_final_comparisons_launches() -> 
     assert [launch.role for launch in decision.launches] == [attrs.FINAL] * 4
 
 
+def test_a_gain_small_against_the_noise_gets_more_final_launches() -> None:
+    # Restarts move the defaults by about 3%; the search saw +5%: 2 launches a side
+    # would seldom confirm that at 99%, so the comparison takes up to 4 (C B B C C B B C).
+    space = _space()
+    study = Study(space)
+    study.launch(attrs.BASELINE, [100.0, 100.1, 99.9])
+    study.launch(attrs.BASELINE, [103.0, 103.1, 102.9])
+    study.launch(attrs.SEARCH, [106.5, 106.6, 106.4], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    study.launch(attrs.CONFIRM, [107.0, 107.1, 106.9], NCCL_PROTO="LL")
+    best = study.trials[-1].config
+    for value in (0, 3, 0):  # patience 3 used up without a gain: the plateau
+        study.launch(attrs.SEARCH, [101.0, 101.1, 100.9], proposer=attrs.LOCAL, compilation=value)
+    state = StudyState(incumbent=best, last_gain_trial=3, simplified=(best,))
+    decision = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    sides = [launch.config == best for launch in decision.launches]
+    assert all(launch.role == attrs.FINAL for launch in decision.launches)
+    assert len(sides) > 4
+    assert sides == [True, False, False, True, True, False, False, True][: len(sides)]
+    # With room for only the fewest (2 a side), it takes those: the reserve's promise.
+    tight = study.snapshot(state=state, budget=len(study.rows) + 5)
+    decision = next_launch.after_trial(tight, goal_for(space.spec))
+    assert [launch.role for launch in decision.launches] == [attrs.FINAL] * 4
+
+
 def _with_final_block(study: Study, candidate: float, defaults: float) -> str | None:
     """A confirmed 20% gain, then its final comparison: C B B C at these values."""
     _baselines(study)

@@ -69,10 +69,14 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
     assert recorded["cannot_confirm_below_min_gain"] is (recorded["detectable_gain"] > 0.01)
     # The answer's own figure: the final comparison's interval must clear min_gain.
     final = recorded["final"]
-    assert final["launches_each"] == 2
-    assert final["cannot_confirm_below"] > 0.01 + final["mde"]["threshold"] * 0.99
-    assert final["confirmed_four_in_five"] > final["cannot_confirm_below"]
+    assert final["launches_each"] == 2 and final["launches_each_max"] == 4
+    assert final["confidence"] == 0.99
+    assert final["confirmable"] > 0.01 + final["mde"]["threshold"] * 0.99
+    assert final["confirmed_four_in_five"] > final["confirmable"]
+    # With up to 4 launches a side when a gain needs them, smaller gains can be confirmed.
+    assert 0.01 < final["cannot_confirm_below"] < final["confirmable"]
     assert f"this study cannot confirm gains below {final['cannot_confirm_below']:.1%}" in plans[0]
+    assert f"{final['cannot_confirm_below']:.1%} at 4 a side" in plans[0]
     # Launches: 2 baseline + patience 6 to keep the defaults; one gain adds its search
     # trials (9 values, 3 a launch: ~2), a confirmation, the simpler form's 2 launches and
     # the final comparison's 4.
@@ -120,8 +124,8 @@ def test_a_quiet_machine_with_a_large_min_gain_confirms_just_above_it(tmp_path: 
     assert plan.now.gain < 0.2
     # The final interval must clear 20%: a gain a little above it (the prior's 1% restart
     # noise, 2 launches a side) is what it can confirm, said as such.
-    assert 0.2 < plan.confirmable < 0.23
-    assert f"this study cannot confirm gains below {plan.confirmable:.1%}" in text
+    assert 0.2 < plan.confirmable_at_most < plan.confirmable < 0.23
+    assert f"this study cannot confirm gains below {plan.confirmable_at_most:.1%}" in text
 
 
 def test_a_noisy_machine_is_told_plainly_and_shown_what_would_help() -> None:
@@ -132,7 +136,8 @@ def test_a_noisy_machine_is_told_plainly_and_shown_what_would_help() -> None:
         baseline_measured=2,
     )
     text = "\n".join(plan_lines(plan))
-    assert f"this study cannot confirm gains below {plan.confirmable:.1%}" in text
+    assert f"this study cannot confirm gains below {plan.confirmable_at_most:.1%}" in text
+    assert f"takes a gain of {plan.confirmable:.1%} (half the time" in text
     assert "min_gain (1.0%)" in text
     levers = {lever.change: lever for lever in plan.levers}
     assert levers["stop.confirmations: 2"].gain is not None

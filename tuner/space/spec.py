@@ -252,6 +252,10 @@ class StopSpec(StrictModel):
     # answer, it and the defaults are launched this many times each, fresh and interleaved,
     # and the answer rests on those launches alone (docs/statistics.md).
     final_launches: int = Field(default=2, ge=1, le=8)
+    # ... and up to this many each when the search's estimate of the candidate's gain is
+    # small against the noise (tuner/stats/power.final_launches_for): the fewest launches
+    # that confirm that gain four times in five. The budget keeps final_launches' worth.
+    final_launches_max: int | None = Field(default=None, ge=1, le=8)
     # The final comparison's confidence (two-sided; the answer needs the lower end above
     # min_gain, so a false gain is at most half of 1 - final_confidence a study). Stricter
     # than the search's own comparisons: a false gain is the one answer this tool must not
@@ -260,12 +264,26 @@ class StopSpec(StrictModel):
 
     @model_validator(mode="after")
     def _confirmation_bounds(self) -> StopSpec:
+        if self.final_launches_max is not None and self.final_launches_max < self.final_launches:
+            raise ValueError(
+                f"final_launches_max ({self.final_launches_max}) is below final_launches "
+                f"({self.final_launches}): raise it, or leave it out (twice final_launches, "
+                "at most 4)"
+            )
         if self.max_confirmations is not None and self.max_confirmations < self.confirmations:
             raise ValueError(
                 f"max_confirmations ({self.max_confirmations}) is below confirmations "
                 f"({self.confirmations}): raise it, or leave it out (confirmations + 2)"
             )
         return self
+
+    @property
+    def final_launches_most(self) -> int:
+        """The most launches a side of a final comparison (final_launches_max, default
+        twice final_launches, at most 4 by default)."""
+        if self.final_launches_max is not None:
+            return self.final_launches_max
+        return max(self.final_launches, min(2 * self.final_launches, 4))
 
     @property
     def confirmation_cap(self) -> int:

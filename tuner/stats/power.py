@@ -112,6 +112,76 @@ def detectable_gain(
     return dataclasses.replace(blank, gain=gain, threshold=hi, sd=sd, dof=at.dof)
 
 
+def final_detectable_gain(
+    noise: NoiseEstimate,
+    *,
+    launches: int,
+    rounds: int,
+    confidence: float,
+    power: float = 0.5,
+    direction: Direction = "maximize",
+    extra_dof: float | None = None,
+) -> DetectableGain:
+    """The detectable gain of a final comparison (tuner/stats/final.py) of ``launches``
+    fresh launches a side, at the wider of the two noises it uses: the shrunk one and the
+    measured one alone (no prior), each with the dof its own launches will add
+    (``extra_dof``, default ``2 x launches``)."""
+    extra = 2 * launches if extra_dof is None else extra_dof
+    options = [dataclasses.replace(noise, dof=noise.dof + extra)]
+    if noise.observed_var is not None:
+        options.append(
+            dataclasses.replace(
+                noise, var=noise.observed_var, dof=noise.observed_dof + extra, prior_dof=0
+            )
+        )
+    found = [
+        detectable_gain(
+            n,
+            rounds=rounds,
+            candidate_launches=launches,
+            baseline_launches=launches,
+            confidence=confidence,
+            power=power,
+            direction=direction,
+        )
+        for n in options
+    ]
+    return max(found, key=lambda d: d.gain)
+
+
+FINAL_POWER = 0.8
+"""The chance a final comparison should have of confirming the gain the search saw."""
+
+
+def final_launches_for(
+    gain: float,
+    noise: NoiseEstimate,
+    *,
+    fewest: int,
+    most: int,
+    rounds: int,
+    min_gain: float,
+    confidence: float,
+    direction: Direction = "maximize",
+) -> int:
+    """Launches a side (``fewest`` to ``most``) a final comparison needs to confirm a true
+    gain of ``gain`` (the search's estimate of its candidate) four times in five: the
+    fewest that do, else ``most``. Chosen before the final launches, from the launches
+    before them, so the test on the final launches keeps its level whatever is chosen."""
+    for k in range(fewest, most + 1):
+        need = final_detectable_gain(
+            noise,
+            launches=k,
+            rounds=rounds,
+            confidence=confidence,
+            power=FINAL_POWER,
+            direction=direction,
+        )
+        if min_gain + need.gain <= gain:
+            return k
+    return most
+
+
 def with_rounds(noise: NoiseEstimate, factor: float) -> NoiseEstimate:
     """The same noise as if every launch ran ``factor`` times the rounds.
 

@@ -55,11 +55,16 @@ def plan_lines(plan: CostPlan) -> list[str]:
         "times in five)",
         f"  the answer: a change is recommended only when its final comparison "
         f"({plan.final_launches} fresh launches of it and {plan.final_launches} of the "
-        f"defaults, interleaved) puts its {plan.final_confidence:.0%} interval above min_gain "
-        f"({pct_text(plan.min_gain)}): at this noise that takes a gain of "
-        f"{pct_text(plan.confirmable)} (half the time; "
-        f"{pct_text(plan.confirmable_high_power)} four times in five)",
-        f"  this study cannot confirm gains below {pct_text(plan.confirmable)}",
+        f"defaults, interleaved{_more_launches(plan)}) puts its {plan.final_confidence:.0%} "
+        f"interval above min_gain ({pct_text(plan.min_gain)}): at this noise that takes a "
+        f"gain of {pct_text(plan.confirmable)} (half the time; "
+        f"{pct_text(plan.confirmable_high_power)} four times in five)"
+        + (
+            f", {pct_text(plan.confirmable_at_most)} at {plan.final_launches_max} a side"
+            if plan.final_launches_max > plan.final_launches
+            else ""
+        ),
+        f"  this study cannot confirm gains below {pct_text(plan.confirmable_at_most)}",
     ]
     out.append(f"  to a verdict: {_launches_text(plan)}")
     if plan.screening is not None:
@@ -71,6 +76,15 @@ def plan_lines(plan: CostPlan) -> list[str]:
         out.append("  what would lower them:")
         out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)
     return out
+
+
+def _more_launches(plan: CostPlan) -> str:
+    if plan.final_launches_max <= plan.final_launches:
+        return ""
+    return (
+        f"; up to {plan.final_launches_max} each when the gain the search saw is small "
+        "against the noise"
+    )
 
 
 def _launches_text(plan: CostPlan) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -9,7 +10,15 @@ import pytest
 from tests.unit.stats.helpers import CONF, simulate_launch
 from tuner.stats.compare import Direction, compare
 from tuner.stats.estimates import NoiseEstimate, between_launch_variance, config_estimate
-from tuner.stats.power import detectable_gain, typical_launches, with_requests, with_rounds
+from tuner.stats.power import (
+    FINAL_POWER,
+    detectable_gain,
+    final_detectable_gain,
+    final_launches_for,
+    typical_launches,
+    with_requests,
+    with_rounds,
+)
 
 
 def _noise(between: float, within: float, launches: int = 2, seed: int = 0) -> NoiseEstimate:
@@ -104,3 +113,37 @@ def test_more_rounds_or_requests_lower_it_as_much_as_the_within_part_allows() ->
     before = detectable_gain(loud, rounds=3, **args).gain
     after = detectable_gain(with_rounds(loud, 2.0), rounds=6, **args).gain
     assert after == pytest.approx(before, rel=0.01)
+
+
+def test_a_final_comparison_takes_more_launches_only_for_a_gain_small_against_the_noise() -> None:
+    noise = _noise(0.02, 0.02, launches=6, seed=3)
+
+    def needed(gain: float) -> int:
+        return final_launches_for(
+            gain, noise, fewest=2, most=4, rounds=3, min_gain=0.01, confidence=0.99
+        )
+
+    two, four = (
+        final_detectable_gain(noise, launches=k, rounds=3, confidence=0.99, power=FINAL_POWER).gain
+        for k in (2, 4)
+    )
+    assert four < two  # more launches a side confirm smaller gains
+    assert needed(0.01 + two + 1e-6) == 2  # the search saw a gain 2 a side confirm
+    assert needed(0.01 + four + 1e-6) in (3, 4)
+    assert needed(0.01 + 0.5 * four) == 4  # none would do: the most, not more
+    assert needed(0.5) == 2
+
+
+def test_the_final_comparisons_noise_is_never_below_what_was_measured() -> None:
+    # A measured noise above the prior-shrunk one: the detectable gain follows the wider.
+    noise = _noise(0.04, 0.005, launches=4, seed=1)
+    assert noise.observed_var is not None and noise.observed_var > noise.var
+    found = final_detectable_gain(noise, launches=2, rounds=3, confidence=0.99)
+    shrunk_only = detectable_gain(
+        dataclasses.replace(noise, dof=noise.dof + 4, observed_var=None),
+        rounds=3,
+        candidate_launches=2,
+        baseline_launches=2,
+        confidence=0.99,
+    )
+    assert found.gain > shrunk_only.gain

@@ -33,7 +33,7 @@ from typing import Any
 
 from tuner import stats
 from tuner.space.spec import SpaceSpec
-from tuner.stats.power import DetectableGain, detectable_gain
+from tuner.stats.power import DetectableGain, detectable_gain, final_detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
@@ -73,6 +73,10 @@ class CostPlan:
     min_gain, so a gain is confirmed at ``min_gain + final.gain``), at the wider of the
     measured and the shrunk noise, with the dof the final launches will add."""
     final_high_power: DetectableGain
+    final_launches_max: int
+    """The most launches a side a final comparison may take (stop.final_launches_max)."""
+    final_at_most: DetectableGain
+    """``final`` at ``final_launches_max`` launches a side: what the study can confirm at all."""
     patience: int
     values: int
     """Setting values the search tries (every non-default level of every param)."""
@@ -106,6 +110,12 @@ class CostPlan:
     def confirmable_high_power(self) -> float:
         return self.min_gain + self.final_high_power.gain
 
+    @property
+    def confirmable_at_most(self) -> float:
+        """The smallest gain the answer can confirm (half the time) with the most final
+        launches: below it the study cannot confirm a gain."""
+        return self.min_gain + self.final_at_most.gain
+
     def hours(self, launches: int) -> float | None:
         per = self.times.per_launch_s
         return None if per is None else launches * per / 3600
@@ -134,7 +144,9 @@ class CostPlan:
             "final": {
                 "launches_each": self.final_launches,
                 "confidence": self.final_confidence,
-                "cannot_confirm_below": _finite(self.confirmable),
+                "launches_each_max": self.final_launches_max,
+                "confirmable": _finite(self.confirmable),
+                "cannot_confirm_below": _finite(self.confirmable_at_most),
                 "confirmed_four_in_five": _finite(self.confirmable_high_power),
                 "mde": mde(self.final),
             },
@@ -267,29 +279,19 @@ def cost_plan(
     settled = mde(well_measured(noise))
     final_k = stop.final_launches
 
-    def final_mde(power: float) -> DetectableGain:
+    def final_mde(power: float, k: int = final_k) -> DetectableGain:
         # The answer's test (tuner/stats/final.py): k fresh launches a side, at the wider of
         # the measured noise (no prior) and the shrunk one, each with the dof still to come
         # (k more of the baseline, the candidate's confirmations and final launches).
-        extra = final_k + stop.confirmations + final_k
-        options = [dataclasses.replace(noise, dof=noise.dof + extra)]
-        if noise.observed_var is not None:
-            options.append(
-                dataclasses.replace(
-                    noise, var=noise.observed_var, dof=noise.observed_dof + extra, prior_dof=0
-                )
-            )
-        found = [
-            mde(
-                n,
-                k_candidate=final_k,
-                k_baseline=final_k,
-                power=power,
-                confidence=stop.final_confidence,
-            )
-            for n in options
-        ]
-        return max(found, key=lambda d: d.gain)
+        return final_detectable_gain(
+            noise,
+            launches=k,
+            rounds=rounds,
+            confidence=stop.final_confidence,
+            power=power,
+            direction=spec.direction,
+            extra_dof=k + stop.confirmations + k,
+        )
 
     values = sum(len(levels(p)) - 1 for p in spec.params.values())
     per_launch = max(1, spec.search.max_changes)
@@ -338,6 +340,8 @@ def cost_plan(
         final_confidence=stop.final_confidence,
         final=final_mde(PLAN_POWER),
         final_high_power=final_mde(HIGH_POWER),
+        final_launches_max=stop.final_launches_most,
+        final_at_most=final_mde(PLAN_POWER, stop.final_launches_most),
         patience=patience,
         values=values,
         trials_to_try_all=to_try_all,

@@ -2,8 +2,9 @@
 
 When the search is over (a stop rule fired, or the budget's last launches are reached)
 and its candidate (``StudyAnalysis.candidate``) is a change from the defaults, the
-candidate and the defaults are launched ``stop.final_launches`` times each, interleaved
-(C B B C ...), with role ``final``; the stop that fired is remembered (study attr
+candidate and the defaults are launched ``stop.final_launches`` times each (more, up to
+``stop.final_launches_max``, when the gain the search saw is small against the noise),
+interleaved (C B B C ...), with role ``final``; the stop that fired is remembered (study attr
 ``tuner_final_trigger``) and recorded once those launches are done. The answer then
 rests on them alone (tuner/stats/final.py, tuner/study/facts/final.py). Once per
 candidate: a candidate already compared is not launched again.
@@ -14,6 +15,8 @@ Pure: a snapshot in; the launches (and the state after) out, or nothing.
 from __future__ import annotations
 
 from tuner.space.settings import baseline_params
+from tuner.stats.power import final_launches_for
+from tuner.stats.recommend import Recommendation
 from tuner.study import attrs
 from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
@@ -41,6 +44,27 @@ def due_stop(snap: Snapshot) -> Stop | None:
     return Stop(str(trigger.get("reason", attrs.BUDGET)), str(trigger.get("detail", "")))
 
 
+def launches_a_side(snap: Snapshot, candidate: Recommendation) -> int:
+    """How many launches a side this candidate's comparison takes: stop.final_launches,
+    or up to stop.final_launches_max when the gain the search saw (over the defaults) is
+    small against the study's noise (stats.power.final_launches_for)."""
+    stop = snap.spec.stop
+    seen = candidate.recommended_vs_baseline
+    noise = snap.facts.noise
+    if seen is None or noise is None or stop.final_launches_most == stop.final_launches:
+        return stop.final_launches
+    return final_launches_for(
+        seen.gain,
+        noise,
+        fewest=stop.final_launches,
+        most=stop.final_launches_most,
+        rounds=snap.spec.benchmark.rounds,
+        min_gain=stop.min_gain,
+        confidence=stop.final_confidence,
+        direction=snap.spec.direction,
+    )
+
+
 def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     """The final comparison's launches before ``trigger`` is recorded, or nothing: the
     candidate is the defaults, was compared already, or the budget has no room left for
@@ -56,8 +80,8 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
     left = snap.budget - snap.committed_of(False)  # full launches: the budget's unit
-    k = spec.stop.final_launches
-    if left < 2 * k:
+    k = min(launches_a_side(snap, candidate), left // 2)
+    if k < spec.stop.final_launches:
         return [], snap
     config, baseline = facts.configs[key], facts.baseline
     defaults = baseline_params(spec)
