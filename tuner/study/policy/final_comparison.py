@@ -17,6 +17,7 @@ from __future__ import annotations
 from tuner.space.settings import baseline_params
 from tuner.stats.power import final_launches_for
 from tuner.stats.recommend import Recommendation
+from tuner.stats.student_t import t_critical
 from tuner.study import attrs
 from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
@@ -47,14 +48,17 @@ def due_stop(snap: Snapshot) -> Stop | None:
 def launches_a_side(snap: Snapshot, candidate: Recommendation) -> int:
     """How many launches a side this candidate's comparison takes: stop.final_launches,
     or up to stop.final_launches_max when the gain the search saw (over the defaults) is
-    small against the study's noise (stats.power.final_launches_for)."""
+    small against the study's noise (stats.power.final_launches_for). The gain aimed at is
+    one standard error below the search's estimate: the search chose the candidate for
+    looking good, so its estimate runs high (the winner's curse)."""
     stop = snap.spec.stop
     seen = candidate.recommended_vs_baseline
     noise = snap.facts.noise
     if seen is None or noise is None or stop.final_launches_most == stop.final_launches:
         return stop.final_launches
+    sd = seen.noise_rel / t_critical(seen.confidence, seen.dof) if seen.noise_rel > 0 else 0.0
     return final_launches_for(
-        seen.gain,
+        seen.gain - sd,
         noise,
         fewest=stop.final_launches,
         most=stop.final_launches_most,
