@@ -258,14 +258,13 @@ def cost_plan(
         k_candidate: int = candidate,
         k_baseline: int = baseline,
         power: float = PLAN_POWER,
-        confidence: float = stop.confidence,
     ) -> DetectableGain:
         return detectable_gain(
             n,
             rounds=r,
             candidate_launches=k_candidate,
             baseline_launches=k_baseline,
-            confidence=confidence,
+            confidence=stop.confidence,
             power=power,
             direction=spec.direction,
         )
