@@ -242,3 +242,15 @@ def test_the_cost_plan_says_both_kinds_of_launch_and_the_hours_without_screening
     hours = plan.screening.hours(plan.screening.one_gain)
     without = plan.screening.hours_without(plan.screening.without[1])
     assert hours is not None and without is not None and hours < without
+
+
+def test_the_final_comparison_takes_at_most_3_a_side_with_screening_by_default() -> None:
+    # Full loads stay at 8 a study: the full baseline and 2 x 3 final launches.
+    screened = parse_space(SCREENED, Path("s.yaml")).spec
+    plain = parse_space(SPACE, Path("p.yaml")).spec
+    assert (screened.final_launches_most, plain.final_launches_most) == (3, 4)
+    explicit = {**SCREENED, "stop": {**SCREENED["stop"], "final_launches_max": 5}}
+    assert parse_space(explicit, Path("s.yaml")).spec.final_launches_most == 5
+    below = {**SPACE, "stop": {**SPACE["stop"], "final_launches_max": 1}}
+    with pytest.raises(ConfigError, match="final_launches_max"):
+        parse_space(below, Path("p.yaml"))

@@ -278,14 +278,6 @@ class StopSpec(StrictModel):
         return self
 
     @property
-    def final_launches_most(self) -> int:
-        """The most launches a side of a final comparison (final_launches_max, default
-        twice final_launches, at most 4 by default)."""
-        if self.final_launches_max is not None:
-            return self.final_launches_max
-        return max(self.final_launches, min(2 * self.final_launches, 4))
-
-    @property
     def confirmation_cap(self) -> int:
         """Confirmation launches one configuration may get at most."""
         if self.max_confirmations is not None:
@@ -356,6 +348,17 @@ class SpaceSpec(StrictModel):
         if self.screening is None:
             return self.stop.patience
         return self.screening.patience or 2 * self.stop.patience
+
+    @property
+    def final_launches_most(self) -> int:
+        """The most launches a side of a final comparison: ``stop.final_launches_max``, by
+        default twice ``stop.final_launches``, at most 4, or 3 with screening (its full
+        loads, each a full model load, stay at 8 a study: a full baseline and 2 x 3)."""
+        stop = self.stop
+        if stop.final_launches_max is not None:
+            return stop.final_launches_max
+        cap = 3 if self.screening is not None else 4
+        return max(stop.final_launches, min(2 * stop.final_launches, cap))
 
     @model_validator(mode="before")
     @classmethod

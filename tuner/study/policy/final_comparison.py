@@ -54,14 +54,15 @@ def launches_a_side(snap: Snapshot, candidate: Recommendation) -> int:
     stop = snap.spec.stop
     seen = candidate.recommended_vs_baseline
     noise = snap.facts.noise
-    if seen is None or noise is None or stop.final_launches_most == stop.final_launches:
+    most = snap.spec.final_launches_most
+    if seen is None or noise is None or most == stop.final_launches:
         return stop.final_launches
     sd = seen.noise_rel / t_critical(seen.confidence, seen.dof) if seen.noise_rel > 0 else 0.0
     return final_launches_for(
         seen.gain - sd,
         noise,
         fewest=stop.final_launches,
-        most=stop.final_launches_most,
+        most=most,
         rounds=snap.spec.benchmark.rounds,
         min_gain=stop.min_gain,
         confidence=stop.final_confidence,
