@@ -250,8 +250,21 @@ def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]
         "vllm_prompt_tokens": [r["total_input_tokens"] / r["completed"] for r in vllm_runs],
         "tuner_prompt_tokens": [lv["prompt_tokens"] / lv["completed"] for lv in tuner_runs],
         "tuner_client_limited": [client_limited(lv) for lv in tuner_runs],
+        # vllm bench serve's first max-concurrency requests, against the rest: its client's
+        # own start-up lands in them (module/first-call costs, fresh connections).
+        "vllm_first_burst_ttft_ms": [_first_burst(r, load.concurrency) for r in vllm_runs],
         "tuner_flagged": [lv.get("flagged") for lv in tuner_runs],
     }
+
+
+def _first_burst(result: dict, concurrency: int) -> tuple[float, float] | None:
+    """The mean TTFT (ms) of vllm's first ``concurrency`` requests and of the rest, in the
+    order it sent them (``--save-detailed``'s ``ttfts``)."""
+    ttfts = result.get("ttfts") or []
+    if len(ttfts) <= concurrency:
+        return None
+    first, rest = ttfts[:concurrency], ttfts[concurrency:]
+    return 1000 * statistics.fmean(first), 1000 * statistics.fmean(rest)
 
 
 def print_table(data: dict) -> None:
@@ -270,6 +283,10 @@ def print_table(data: dict) -> None:
           f"{', '.join(f'{x:.2f}' for x in data['tuner_tokens_per_chunk'])}")  # fmt: skip
     print(f"prompt tokens per request: vllm bench serve {data['vllm_prompt_tokens'][0]:g}; "
           f"tuner {data['tuner_prompt_tokens'][0]:g}")  # fmt: skip
+    bursts = [b for b in data.get("vllm_first_burst_ttft_ms", []) if b is not None]
+    if bursts:
+        print("vllm bench serve's TTFT, its first burst against the rest (ms): "
+              + ", ".join(f"{a:.1f} vs {b:.1f}" for a, b in bursts))  # fmt: skip
     limited = sum(data["tuner_client_limited"])
     print(f"tuner levels flagged client-limited: {limited} of {data['runs']}")
 
@@ -277,6 +294,9 @@ def print_table(data: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--requests", type=int, default=Load.requests, help="per run (64, the issue's load)"
+    )
     parser.add_argument("--python", default=sys.executable, help="a Python with vllm and tuner")
     parser.add_argument("--server-cpu", type=int, default=0)
     parser.add_argument("--client-cpu", type=int, default=1)
@@ -289,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(cores) < 2 or {server_cpu, client_cpu} - cores:
         print(f"only cores {sorted(cores)}: server and clients share them", file=sys.stderr)
         server_cpu = client_cpu = None
-    data = compare(args.python, Load(), args.runs, server_cpu, client_cpu)
+    data = compare(args.python, Load(requests=args.requests), args.runs, server_cpu, client_cpu)
     print_table(data)
     if args.json:
         args.json.write_text(json.dumps(data, indent=2))

@@ -108,6 +108,21 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     assert not any(role == "baseline" for role, _ in second.launched)
 
 
+def test_a_budget_too_small_for_a_final_comparison_makes_the_launches_asked_for(
+    tmp_path: Path,
+) -> None:
+    # 2 baselines + 4 search launches: no room for 2 x 2 final launches after a search
+    # launch, so no reserve is kept; a gain found cannot be the answer, and it says why.
+    result, runner, storage = _sweep(
+        tmp_path, lambda p: 110.0 if p["NCCL_PROTO"] == "LL" else 100.0, trials=6
+    )
+    assert result.launched == 6 and len(runner.launched) == 6
+    assert not any(role == "final" for role, _ in runner.launched)
+    report = best_report(storage, "d")
+    assert report.keep_defaults is True
+    assert "the final comparison did not run" in (report.recommended.reason or "")
+
+
 def test_search_trials_say_who_proposed_them(tmp_path: Path) -> None:
     _, _, storage = _sweep(tmp_path, lambda p: 100.0, trials=10)
     study = optuna.load_study(study_name="d", storage=storage)

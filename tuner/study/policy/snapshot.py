@@ -113,8 +113,16 @@ class Snapshot:
     @property
     def final_reserve(self) -> int:
         """Full launches the budget keeps for the final comparison: ``2 x
-        stop.final_launches``; none with several objectives, which have no final comparison."""
-        return 0 if is_multi_objective(self.spec) else 2 * self.spec.stop.final_launches
+        stop.final_launches``; none with several objectives, which have no final comparison,
+        nor in a budget too small to hold one after the opening's full baselines and a
+        search launch (``--trials 2``: the launches asked for are made, and the answer says
+        that no final comparison ran)."""
+        if is_multi_objective(self.spec):
+            return 0
+        stop, screening = self.spec.stop, self.spec.screening
+        opening = stop.baseline_launches if screening is None else screening.baseline_launches
+        reserve = 2 * stop.final_launches
+        return reserve if self.budget >= opening + 1 + reserve else 0
 
     def has_room(self, params: Mapping[str, Scalar], copies: int = 1) -> bool:
         """Whether ``copies`` more launches of ``params`` (a check: confirm, simplify) fit
