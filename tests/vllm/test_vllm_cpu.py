@@ -261,7 +261,7 @@ def test_a_screened_study_searches_on_dummy_weights_and_decides_on_the_real_ones
     print(f"screened study: {result.stop_reason}; bias {doc['bias']}")
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: Path):
     """Issue 26: vLLM's own benchmark client (``vllm bench serve``'s code, from the same
     installed vLLM) and ``tuner bench``, alternating against one CPU-build server, three
@@ -269,18 +269,27 @@ def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: P
     ITL agree within the spread of the clients' repeats, no level of tuner's is
     client-limited, and both count one token per SSE event. Before tuner
     counted vLLM's ``"text": ""`` chunks (a token that decodes to no text yet), its ITL was
-    2.3 to 2.5 times vLLM's here and its TTFT waited for the first non-empty text. About 2
-    minutes."""
+    2.3 to 2.5 times vLLM's here and its TTFT waited for the first non-empty text.
+
+    1024 requests a run, not the issue's 64: vllm bench serve's first 8 (its
+    ``--max-concurrency``) carry its own client's start-up (36-48 ms against 15-16 ms for
+    the rest, here), and at 64 requests those 8 are its TTFT p99 (46 ms against tuner's 37,
+    whose connections are open and warm before the measured window); at 1024 they are
+    under 1% of the requests. The script prints that first burst beside the table. About
+    5.5 minutes."""
     out = tmp_path / "vs.json"
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "vs_vllm_bench.py"), "--runs", "3",
-         "--json", str(out)],
-        capture_output=True, text=True, timeout=580, cwd=REPO,
+         "--requests", "1024", "--json", str(out)],
+        capture_output=True, text=True, timeout=870, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     print(done.stdout)
     data = json.loads(out.read_text())
     assert not any(data["tuner_client_limited"]), "a client-limited level measures the client"
+    # The cause the docs give for the 64-request p99: vllm's first burst is its slowest.
+    bursts = [b for b in data["vllm_first_burst_ttft_ms"] if b is not None]
+    assert bursts and all(first > rest for first, rest in bursts)
     for row in data["rows"]:
         assert row["agrees"], f"{row['label']}: vllm {row['vllm']} vs tuner {row['tuner']}"
     for vllm_rate, tuner_rate in zip(
