@@ -9,9 +9,9 @@ sim's model, not only on the probe.
 What cannot be asserted: a recommendation of the table. On the sim's model the table is
 worth +0.33% tok/s at one stream (LL's -0.6% on a small all-reduce, 67% of a step), and
 the final comparison never takes the noise below the 1% prior shrunk with 2 degrees of
-freedom (tuner/stats/final.py): with 2 fresh launches a side and the few repeats of such
-a study its interval is about +/-1.3% wide, so a gain under ~1.5% is never confirmed, on
-the sim as on a real box. docs/simulator.md's kimi numbers (81.40 vs 81.67 tok/s) are the
+freedom (tuner/stats/final.py): with 2 to 4 fresh launches a side and the few repeats of
+such a study its 99% interval is well over +/-1% wide, so a gain of 0.33% is never
+confirmed, on the sim as on a real box. docs/simulator.md's kimi numbers (81.40 vs 81.67 tok/s) are the
 same. So the second study must keep the defaults, and the table's launch must measure the
 model's gain: with the sim's launch and round noise off, the launches differ by the
 model's step times, the sim's per-step noise (0.05% over a launch) and the wall clock's.
