@@ -74,7 +74,10 @@ TP4 = ("default", "default", "default")
 
 
 def test_the_whole_server_at_256_streams_gains_most_at_tp8_with_ep(tmp_path: Path) -> None:
-    answer = study(tmp_path, layout_space(tmp_path, "abs256", concurrency=256, per_gpu=False), 12)
+    # 16 launches: at 256 streams the sim's rounds scatter (above), so the measured noise
+    # has few degrees of freedom and the answer's 99% test needs 3 fresh launches a side
+    # (with 12, only 2 were left: +51%, 99% interval -17% to +120%, the defaults kept).
+    answer = study(tmp_path, layout_space(tmp_path, "abs256", concurrency=256, per_gpu=False), 16)
     assert layout(answer["recommended"]) == TP8_EP, answer["recommended"]
     assert answer["final"]["passed"] is True
     assert "per_gpu" not in answer["recommended"]
