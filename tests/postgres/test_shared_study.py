@@ -27,7 +27,7 @@ def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:
                 "--space",
                 str(path),
                 "--trials",
-                "6",
+                "10",
                 "--storage",
                 pg_storage,
                 "--runs-dir",
@@ -45,8 +45,9 @@ def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:
 
     study = optuna.load_study(study_name="shared", storage=pg_storage)
     launched = [t for t in study.trials if t.user_attrs.get("tuner_launched")]
-    # Both workers stop at the shared budget; one may finish a trial it had started.
-    assert 6 <= len(launched) <= 7
+    # Both workers stop at the shared budget of 10; one may finish a trial it had started.
+    # Without a candidate they stop sooner, once only the final comparison's 4 are left.
+    assert 6 <= len(launched) <= 11
     workers_seen = {t.user_attrs.get("tuner_worker") for t in launched}
     assert len(workers_seen) == 2, "both workers ran trials of the one study"
     assert all(t.state.is_finished() for t in study.trials)
