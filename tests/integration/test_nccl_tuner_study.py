@@ -11,10 +11,11 @@ worth +0.33% tok/s at one stream (LL's -0.6% on a small all-reduce, 67% of a ste
 the final comparison never takes the noise below the 1% prior shrunk with 2 degrees of
 freedom (tuner/stats/final.py): with 2 to 4 fresh launches a side and the few repeats of
 such a study its 99% interval is well over +/-1% wide, so a gain of 0.33% is never
-confirmed, on the sim as on a real box. docs/simulator.md's kimi numbers (81.40 vs 81.67 tok/s) are the
-same. So the second study must keep the defaults, and the table's launch must measure the
-model's gain: with the sim's launch and round noise off, the launches differ by the
-model's step times, the sim's per-step noise (0.05% over a launch) and the wall clock's.
+confirmed, on the sim as on a real box. docs/simulator.md's kimi numbers (81.40 vs 81.67
+tok/s) are the same. So the second study must keep the defaults, and the table's launch
+must measure the model's gain: with the sim's launch and round noise off, the launches
+differ by the model's step times, the sim's per-step noise (0.05% over a launch) and the
+wall clock's.
 """
 
 from __future__ import annotations
