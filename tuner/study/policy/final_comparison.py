@@ -84,8 +84,7 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     key = candidate.recommended
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
-    left = snap.budget - snap.committed_of(False)  # full launches: the budget's unit
-    k = min(launches_a_side(snap, candidate), left // 2)
+    k = min(launches_a_side(snap, candidate), snap.full_left // 2)
     if k < spec.stop.final_launches:
         return [], snap
     config, baseline = facts.configs[key], facts.baseline

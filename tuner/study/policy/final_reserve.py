@@ -26,7 +26,7 @@ def keep_final_reserve(snap: Snapshot, launches: Sequence[Launch]) -> list[Launc
     """``launches`` without the full ones that would eat into the final comparison's full
     launches (``2 x stop.final_launches`` of --trials), with screening or without."""
     spec = snap.spec
-    left = snap.budget - snap.committed_of(False) - snap.final_reserve
+    left = snap.full_left - snap.final_reserve
     kept = []
     for launch in launches:
         full = fidelity(spec, launch.role, launch.params, launch.fixed_fidelity) == attrs.FULL

@@ -111,6 +111,11 @@ class Snapshot:
         )
 
     @property
+    def full_left(self) -> int:
+        """Full launches of --trials not yet run, running or queued."""
+        return self.budget - self.committed_of(False)
+
+    @property
     def final_reserve(self) -> int:
         """Full launches the budget keeps for the final comparison: ``2 x
         stop.final_launches``; none with several objectives, which have no final comparison,
@@ -147,7 +152,7 @@ class Snapshot:
     def budget_spent(self) -> bool:
         """What is left of the budget is the final comparison's (full launches), or no
         screening launch is left to give."""
-        if self.budget - self.committed_of(False) <= self.final_reserve:
+        if self.full_left <= self.final_reserve:
             return True
         screening = self.spec.screening
         return screening is not None and self.committed_of(True) >= screening.max_launches

@@ -54,7 +54,7 @@ def budget_stop(snap: Snapshot) -> Stop:
 def reserve_stop(snap: Snapshot) -> Stop:
     """The budget's stop when only the final comparison's launches are left and it has
     nothing to compare (no candidate, or too few launches left for its own)."""
-    left = snap.budget - snap.committed_of(False)
+    left = snap.full_left
     if left <= 0:
         return budget_stop(snap)
     candidate = snap.facts.candidate()
