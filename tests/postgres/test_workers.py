@@ -60,7 +60,9 @@ def test_two_workers_of_8_launches_share_the_baseline_and_the_numbers(
     tmp_path: Path, pg_storage: str
 ) -> None:
     path = write_space(tmp_path, name="pair", params=PARAMS, stop=STOP)
-    run = ["run", "--space", str(path), "--trials", "16", "--worker-trials", "8"]
+    # 20: the last 4 are the final comparison's, so with nothing found the study would stop
+    # at 16 anyway; each worker's own 8 is what ends it.
+    run = ["run", "--space", str(path), "--trials", "20", "--worker-trials", "8"]
     workers = [
         _tuner(tmp_path, *run, "--storage", pg_storage, "--runs-dir", str(tmp_path / f"r{i}"))
         for i in range(2)
