@@ -25,6 +25,7 @@ max) and hours to a verdict (median), and the seeds that missed.
 
     python benchmarks/screening.py --studies 30 --jobs 2
     python benchmarks/screening.py --studies 8 --cases hidden-vllm --noise 0.01
+    python benchmarks/screening.py --modes yes --screen-rounds 1   # screening.benchmark
 """
 
 from __future__ import annotations
@@ -44,6 +45,18 @@ from tuner.stats import clopper_pearson_lower  # noqa: E402
 
 FULL_S = (2230.7, 240.0)  # to healthy, benchmark and stop
 SCREEN_S = (70.7, 240.0)
+# One of nccl.yaml's 3 rounds: 8 requests of 512 tokens at one stream (50.3 s at 81.4
+# tok/s) and one burst of 8 at concurrency 8 (about 8.5 s); the first round's 2 warm-up
+# requests (12.6 s) and the stop (about 50 s) make the rest of the 240 s.
+ROUND_S = 59.0
+
+
+def screen_seconds(rounds: int | None) -> tuple[float, float]:
+    """A screening launch's (to healthy, benchmark and stop) with ``rounds`` rounds
+    (screening.benchmark.rounds; None: the full benchmark's 3)."""
+    if rounds is None:
+        return SCREEN_S
+    return SCREEN_S[0], SCREEN_S[1] - (3 - rounds) * ROUND_S
 
 
 def main() -> int:
@@ -54,6 +67,19 @@ def main() -> int:
     p.add_argument("--flat-noise", default="0.01,0.02,0.04", help="flat's cells (screening)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--modes", default="no,yes", help="without (no) and with (yes) screening")
+    p.add_argument(
+        "--screen-rounds",
+        type=int,
+        choices=(1, 2, 3),
+        help="screening.benchmark.rounds: a screening launch's rounds (default: the full 3)",
+    )
+    p.add_argument(
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="nccl.yaml's probe (as shipped) settles the NCCL params in the baseline launches; "
+        "off by default: the issue's cases are the gains the probe cannot see",
+    )
     args = p.parse_args()
     cells: list[tuple[str, float, bool]] = []
     modes = [mode == "yes" for mode in args.modes.split(",")]
@@ -64,7 +90,9 @@ def main() -> int:
         cells.append(("flat", noise, True))
     print(
         f"screening: {args.studies} studies per cell; full launch {sum(FULL_S):.0f} s, "
-        f"screening launch {sum(SCREEN_S):.0f} s; patience 8 (screening: 16)"
+        f"screening launch {sum(screen_seconds(args.screen_rounds)):.0f} s "
+        f"({args.screen_rounds or 3} rounds); patience 8 (screening: 16); "
+        f"probe {'on' if args.probe else 'off'}"
     )
     print(
         f"{'case':<17} {'noise':>5} {'screening':>9}  {'hit':>7} {'lower':>6}  "
@@ -73,7 +101,14 @@ def main() -> int:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for case, noise, screening in cells:
             t0 = time.monotonic()
-            options = Options(noise=noise, screening=screening, full_s=FULL_S, screen_s=SCREEN_S)
+            options = Options(
+                noise=noise,
+                screening=screening,
+                probe=args.probe,
+                full_s=FULL_S,
+                screen_s=screen_seconds(args.screen_rounds),
+                screen_rounds=args.screen_rounds,
+            )
             rows = run_seeds(case, range(args.studies), options, pool=pool)
             ok = [r["keep_defaults"] if case == "flat" else r["within"] for r in rows]
             n, k = len(rows), sum(ok)

@@ -191,6 +191,7 @@ class FakeRunner:
         screen_speed=None,
         screen_between=0.0,
         screen_seconds=None,
+        screen_rounds=None,
     ):  # type: ignore[no-untyped-def]
         import random
 
@@ -201,9 +202,10 @@ class FakeRunner:
         self.cold_first, self.drift, self.drift_launches = cold_first, drift, drift_launches
         # A screening launch (fidelity "screen"): ``screen_speed(params)`` its true value
         # (default: ``speed``), ``screen_between`` the extra between-launch noise of random
-        # weights, ``screen_seconds`` its times (default: ``seconds``).
+        # weights, ``screen_seconds`` its times (default: ``seconds``), ``screen_rounds`` its
+        # rounds (default: ``rounds``; the space's screening.benchmark.rounds).
         self.screen_speed, self.screen_between = screen_speed, screen_between
-        self.screen_seconds = screen_seconds
+        self.screen_seconds, self.screen_rounds = screen_seconds, screen_rounds
         self.launches = 0  # run calls so far: the next launch's index
         self.rng = random.Random(seed)
         self.launched: list[tuple[str, dict]] = []
@@ -240,9 +242,10 @@ class FakeRunner:
             mean *= 1 + self.rng.gauss(0, self.screen_between)
         rounds: list[float] = []
         pruned = None
-        for _ in range(self.rounds):
+        count = self.screen_rounds if screen and self.screen_rounds else self.rounds
+        for _ in range(count):
             rounds.append(mean * (1 + self.rng.gauss(0, self.within)))
-            if prune_check is not None and len(rounds) < self.rounds:
+            if prune_check is not None and len(rounds) < count:
                 pruned = prune_check(rounds)
                 if pruned:
                     break

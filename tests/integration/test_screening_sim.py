@@ -3,7 +3,8 @@
 The sim's speculative decoding helps on real weights and hurts on dummy ones
 (docs/simulator.md): a study that screened it would throw the gain away. tuner launches a
 configuration with ``--speculative-config`` at full fidelity only, and recommends it on
-the final comparison's full launches.
+the final comparison's full launches. Screening launches run screening.benchmark's rounds,
+full ones the benchmark's.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def test_speculative_decoding_is_launched_full_only_and_recommended(tmp_path: Pa
         tmp_path,
         "screened",
         params={"drafts": DRAFTS},
-        screening={"args": ["--load-format", "dummy"]},
+        # Screening launches run 2 of the benchmark's 3 rounds (screening.benchmark).
+        screening={"args": ["--load-format", "dummy"], "benchmark": {"rounds": 2}},
         stop={"baseline_launches": 2, "patience": 3},
         # Enough tokens a round that the sim's step noise leaves its +19% clear on 2+2 launches.
         benchmark={"requests": 4, "max_tokens": 48, "rounds": 3},
@@ -47,6 +49,9 @@ def test_speculative_decoding_is_launched_full_only_and_recommended(tmp_path: Pa
     assert screening and full
     assert all(r.argv[-2:] == ["--load-format", "dummy"] for r in screening)
     assert not any("--load-format" in r.argv for r in full)
+    done = [r for r in rows if r.status == "complete"]
+    assert {r.rounds_done for r in done if r.fidelity == "screen"} == {2}
+    assert {r.rounds_done for r in done if r.fidelity == "full"} == {3}
     drafted = [r for r in rows if str(r.params.get("drafts")) == "3"]
     assert drafted and all(r.fidelity == "full" for r in drafted)
     assert len(full) <= 12  # --trials counts full loads

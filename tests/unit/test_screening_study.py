@@ -198,6 +198,49 @@ def test_screening_is_refused_with_several_objectives_or_limits() -> None:
         parse_space(forced, Path("s.yaml"))
 
 
+def test_screening_launches_run_screening_benchmark_s_rounds_and_requests() -> None:
+    shorter = {
+        **SCREENED,
+        "benchmark": {"concurrency": [1, 8], "requests": 8, "rounds": 3},
+        "screening": {**SCREENED["screening"], "benchmark": {"rounds": 1, "requests": 4}},
+    }
+    spec = parse_space(shorter, Path("s.yaml")).spec
+    screen, full = spec.benchmark_for("screen"), spec.benchmark_for("full")
+    assert (screen.rounds, screen.requests, screen.concurrency) == (1, 4, [1, 8])
+    assert full is spec.benchmark and (full.rounds, full.requests) == (3, 8)
+    # Without the override, or without screening, every launch runs the benchmark.
+    assert parse_space(SCREENED, Path("s.yaml")).spec.benchmark_for("screen").rounds == 3
+    assert parse_space(SPACE, Path("p.yaml")).spec.benchmark_for("screen").rounds == 3
+    # Only rounds and requests: the levels and the load are the answer's, kept alike.
+    levels = {**shorter, "screening": {**SCREENED["screening"], "benchmark": {"concurrency": 4}}}
+    with pytest.raises(ConfigError, match=r"screening\.benchmark\.concurrency"):
+        parse_space(levels, Path("s.yaml"))
+    zero = {**shorter, "screening": {**SCREENED["screening"], "benchmark": {"rounds": 0}}}
+    with pytest.raises(ConfigError, match=r"screening\.benchmark\.rounds"):
+        parse_space(zero, Path("s.yaml"))
+
+
+def test_a_screening_launch_with_fewer_rounds_searches_and_full_launches_keep_theirs(
+    tmp_path: Path,
+) -> None:
+    space = {**SCREENED, "screening": {**SCREENED["screening"], "benchmark": {"rounds": 1}}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(space))
+    storage = f"sqlite:///{tmp_path}/s.db"
+    runner = FakeRunner(
+        Store(storage), "d", speed=lambda p: 100.0, seed=1, screen_rounds=1
+    )  # what the runner does with screening.benchmark (tests/integration: the real one)
+    result = run_sweep(load_space(path), storage=storage, n_trials=12, runner=runner, seed=0)
+    assert result.stop_reason in ("plateau", "futile")
+    rows = Store(storage).launches("d")
+    screen = [r for r in rows if r.fidelity == "screen"]
+    full = [r for r in rows if r.fidelity == "full"]
+    assert len(screen) >= 4 and full
+    assert all(len(r.objective_rounds or []) == 1 for r in screen)
+    assert all(len(r.objective_rounds or []) == 3 for r in full)
+    assert best_report(storage, "d").keep_defaults
+
+
 def test_the_screening_patience_is_twice_the_stop_s_by_default() -> None:
     spec = parse_space(SCREENED, Path("s.yaml")).spec
     assert spec.search_patience == 8

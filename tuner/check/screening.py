@@ -64,6 +64,15 @@ def check_screening(space: Space, found: Findings) -> None:
         )
     for name, why in blocked.items():
         found.add("ok", f"params.{name}", f"not screened ({why}): launched at full fidelity only")
+    if screening.benchmark is not None:
+        full, screen = spec.benchmark, spec.benchmark_for("screen")
+        found.add(
+            "ok",
+            "screening.benchmark",
+            f"screening launches run {screen.rounds} round(s) of {screen.requests} request(s) "
+            f"a level, full ones {full.rounds} of {full.requests}: the search compares "
+            "screening launches among themselves, the answer rests on full ones",
+        )
 
 
 def _overlaps(space: Space, screening: ScreeningSpec, found: Findings) -> None:

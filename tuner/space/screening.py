@@ -54,11 +54,29 @@ WEIGHT_ENV: tuple[str, ...] = ()
 """Environment variables that act through the weights (none known yet)."""
 
 
+class ScreeningBenchmark(StrictModel):
+    """A shorter benchmark for screening launches: the same levels and requests' shape as
+    ``benchmark:``, with fewer rounds or fewer requests a level. A screening launch's value
+    is compared only with other screening launches (the search's scale), and on a real box
+    the noise between launches (a restart) dwarfs that of the rounds within one: the
+    benchmark's minutes are the part of a screening launch that random weights do not cut.
+    """
+
+    rounds: int | None = Field(default=None, ge=1)
+    requests: int | None = Field(default=None, ge=1)
+
+    def changes(self) -> dict[str, int]:
+        """The fields of ``benchmark:`` this replaces, and their values."""
+        return {name: value for name, value in self.model_dump().items() if value is not None}
+
+
 class ScreeningSpec(StrictModel):
     """What a screening launch adds to the server's command and environment, and its budget."""
 
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    benchmark: ScreeningBenchmark | None = None
+    """Overrides of ``benchmark:`` on screening launches (None: the same benchmark)."""
     max_launches: int = Field(default=40, ge=1)
     """Screening launches the study may make at most (``--trials`` counts full loads)."""
     baseline_launches: int = Field(default=1, ge=1, le=8)

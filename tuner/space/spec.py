@@ -341,6 +341,14 @@ class SpaceSpec(StrictModel):
     """A file with the server's GPU topology (saved ``nvidia-smi topo -m``, or tuner's
     topology JSON), relative to the space file: read instead of NVML (docs/topology.md)."""
 
+    def benchmark_for(self, fidelity: str) -> BenchmarkSpec:
+        """The benchmark a launch of ``fidelity`` runs: ``benchmark:``, with
+        ``screening.benchmark``'s overrides on a screening launch ("screen")."""
+        screening = self.screening
+        if fidelity != "screen" or screening is None or screening.benchmark is None:
+            return self.benchmark
+        return self.benchmark.model_copy(update=screening.benchmark.changes())
+
     @property
     def search_patience(self) -> int:
         """Search trials without a significant gain before the plateau stop: with screening,

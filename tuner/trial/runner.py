@@ -38,7 +38,7 @@ from tuner.secrets import private_dir, scrub, secret_values
 from tuner.space.layout import layout_of
 from tuner.space.secret_params import launch_settings
 from tuner.space.settings import Settings, server_argv, server_env
-from tuner.space.spec import Space
+from tuner.space.spec import BenchmarkSpec, Space
 from tuner.storage import LaunchStatus, Store, request_row, utcnow
 from tuner.telemetry.gpu import GpuBackend
 from tuner.trial import capacity_round
@@ -197,7 +197,9 @@ class TrialRunner:
             )
             phases_read = True
             self.observer.healthy(trial_number, seconds)
-            outcome = self._benchmark(process, launch_id, trial_number, prune_check)
+            outcome = self._benchmark(
+                process, launch_id, trial_number, prune_check, self.spec.benchmark_for(fidelity)
+            )
             outcome = dataclasses.replace(outcome, seconds_to_healthy=seconds)
             status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
             reason = outcome.pruned_reason
@@ -254,13 +256,15 @@ class TrialRunner:
         launch_id: int,
         trial_number: int,
         prune_check: PruneCheck | None,
+        benchmark: BenchmarkSpec,
     ) -> LaunchOutcome:
-        """Every round of every level; the objective's value per round; pruning between."""
+        """Every round of every level of ``benchmark`` (the launch's fidelity's: a screening
+        launch may run fewer); the objective's value per round; pruning between."""
         spec = self.spec
         base_url = process.url  # IPv6 in brackets; a wildcard bind reached on loopback
         if not self._inventory_done:
             self._record_inventory(base_url, process)
-        model = spec.benchmark.model or bench.discover_model(base_url)
+        model = benchmark.model or bench.discover_model(base_url)
         server_pid = process.pid
         assert server_pid is not None, "the server is started before it is benchmarked"
         monitor = LaunchMonitor(
@@ -280,21 +284,33 @@ class TrialRunner:
         searches: list[dict[str, Any]] = []
         try:
             monitor.start()
-            for round_index in range(spec.benchmark.rounds):
-                for concurrency in spec.benchmark.concurrency:
+            for round_index in range(benchmark.rounds):
+                for concurrency in benchmark.concurrency:
                     summary = self._measure_level(
-                        monitor, base_url, model, launch_id, round_index, concurrency
+                        monitor,
+                        base_url,
+                        model,
+                        launch_id,
+                        round_index,
+                        concurrency,
+                        benchmark=benchmark,
                     )
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
                     if concurrency == spec.objective_concurrency and not by_capacity:
                         round_values.append(summary.metric(spec.objective.metric) / gpus)
                         headline = _headline(summary)
-                if spec.benchmark.capacity is not None:
+                if benchmark.capacity is not None:
                     measure = partial(
-                        self._measure_level, monitor, base_url, model, launch_id, round_index
+                        self._measure_level,
+                        monitor,
+                        base_url,
+                        model,
+                        launch_id,
+                        round_index,
+                        benchmark=benchmark,
                     )
-                    found = capacity_round.search_round(spec.benchmark, measure)
+                    found = capacity_round.search_round(benchmark, measure)
                     self.observer.message(f"trial {trial_number}: {found.sentence()}")
                     searches.append(capacity_round.round_record(found, round_index))
                     self.store.update_launch(launch_id, capacity=list(searches))
@@ -302,7 +318,7 @@ class TrialRunner:
                         round_values.append(capacity_round.capacity_value(found))
                         at = found.at_capacity
                         headline = _headline(at.summary) if at is not None else headline
-                if prune_check is not None and round_index + 1 < spec.benchmark.rounds:
+                if prune_check is not None and round_index + 1 < benchmark.rounds:
                     pruned = prune_check(round_values)
                     if pruned:
                         break
@@ -333,6 +349,8 @@ class TrialRunner:
         round_index: int,
         concurrency: int,
         requests: int | None = None,
+        *,
+        benchmark: BenchmarkSpec,
     ) -> LevelSummary:
         """One level: measure, summarise, store with its telemetry; fail if nothing came back.
 
@@ -340,7 +358,7 @@ class TrialRunner:
         where every request failed then breaks the limits rather than the launch.
         """
         search = requests is not None
-        load = bench.load_from_benchmark_spec(self.spec.benchmark, concurrency, model)
+        load = bench.load_from_benchmark_spec(benchmark, concurrency, model)
         if search:
             load = dataclasses.replace(load, requests=requests, warmup=0)
         if round_index > 0:  # the server is warm after the first round
@@ -353,8 +371,8 @@ class TrialRunner:
         wall_s = time.monotonic() - started
         summary = summarize(
             result,
-            goodput=self.spec.benchmark.goodput,
-            max_error_rate=self.spec.benchmark.max_error_rate,
+            goodput=benchmark.goodput,
+            max_error_rate=benchmark.max_error_rate,
         )
         seen = window.finish(output_tokens=summary.output_tokens, duration_s=result.duration_s)
         flags = [f for f in (summary.flagged, seen.warning) if f]

@@ -59,6 +59,20 @@ def test_the_screened_params_and_each_other_with_its_reason(tmp_path: Path) -> N
     assert "every flag the space can produce is in the server's --help" in messages(report, "ok")
 
 
+def test_a_shorter_screening_benchmark_is_said_beside_the_full_one(tmp_path: Path) -> None:
+    shorter = {**DUMMY, "benchmark": {"rounds": 1}}
+    report = run_check(tmp_path, FakeHelp(LOAD_HELP), params=PARAMS, screening=shorter)
+    assert report.ok, report.summary()
+    said = [line for line in report.lines() if "screening.benchmark" in line]
+    assert said == [
+        "ok    screening.benchmark: screening launches run 1 round(s) of 16 request(s) a "
+        "level, full ones 3 of 16: the search compares screening launches among "
+        "themselves, the answer rests on full ones"
+    ]
+    plain = run_check(tmp_path, FakeHelp(LOAD_HELP), params=PARAMS, screening=DUMMY)
+    assert not [line for line in plain.lines() if "screening.benchmark" in line]
+
+
 def test_no_param_left_to_screen_is_a_warning(tmp_path: Path) -> None:
     params = {"drafts": PARAMS["drafts"], "eager": PARAMS["eager"]}
     report = run_check(tmp_path, FakeHelp(LOAD_HELP), params=params, screening=DUMMY)

@@ -249,7 +249,10 @@ def cost_plan(
     stop is off): what a study with one gain may save when the model rules the rest out.
     """
     stop = spec.stop
-    rounds = spec.benchmark.rounds
+    # The search's launches are screening ones where the study screens, and they may run
+    # fewer rounds (screening.benchmark); the answer's are full launches.
+    rounds = spec.benchmark_for("screen").rounds
+    full_rounds = spec.benchmark.rounds
     candidate, baseline = 1 + stop.confirmations, stop.baseline_launches
 
     def mde(
@@ -285,7 +288,7 @@ def cost_plan(
         return final_detectable_gain(
             noise,
             launches=k,
-            rounds=rounds,
+            rounds=full_rounds,
             confidence=stop.final_confidence,
             power=power,
             direction=spec.direction,
