@@ -11,13 +11,17 @@ profile is 2230.7 s to healthy (36 minutes of weights, the compile, the graphs, 
 a screening launch 70.7 s (the sim's dummy launch of the same profile); both then spend
 240 s benchmarking and stopping (nccl.yaml's benchmark: 3 rounds of 8 requests of 512
 tokens at concurrency 1 and 8, at the seeds' 81.4 tok/s single stream, and the stop).
+``--screen-rounds R`` gives screening launches ``screening.benchmark: {rounds: R}``: the
+fake runner draws R rounds, and each round cut saves ROUND_S of the 240 s.
 
 Cases (search_fake.CASES): kimi (nccl.yaml's params plus --max-num-seqs and
 --max-num-batched-tokens on the kimi profile: its effects are small, the defaults within
 1% of its optimum), hidden-vllm and interaction-vllm (hidden-gain's and interaction's
 shapes with the gains in vLLM flags: --max-num-seqs 128, --max-num-batched-tokens 16384,
 --disable-custom-all-reduce), each at 1% and 2% noise, without and with screening; flat
-(nothing matters) with screening at 1%, 2% and 4%. No probe: the gains are in vLLM flags.
+(nothing matters) with screening at 1%, 2% and 4%. No probe by default: the issue's
+cases are gains the probe cannot see (``--probe`` adds nccl.yaml's, timing each case's
+NCCL behaviour: flat's for the hidden gains).
 
 For each cell: the hit rate (the answer within 2% of the optimum; flat: the defaults kept)
 as k/n with its one-sided 95% Clopper-Pearson lower bound, full loads per study (median,
@@ -91,7 +95,8 @@ def main() -> int:
     print(
         f"screening: {args.studies} studies per cell; full launch {sum(FULL_S):.0f} s, "
         f"screening launch {sum(screen_seconds(args.screen_rounds)):.0f} s "
-        f"({args.screen_rounds or 3} rounds); patience 8 (screening: 16); "
+        f"({args.screen_rounds or 3} round{'' if args.screen_rounds == 1 else 's'}); "
+        "patience 8 (screening: 16); "
         f"probe {'on' if args.probe else 'off'}"
     )
     print(
