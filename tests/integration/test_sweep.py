@@ -144,6 +144,9 @@ def test_sigterm_and_sighup_stop_as_cleanly_as_ctrl_c(tmp_path: Path, sig: signa
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # The signal's default action, as a terminal gives it: under `nohup` the tests
+        # would hand tuner an ignored SIGHUP, which tuner rightly keeps ignoring.
+        preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL),
     )
     store_url = f"sqlite:///{tmp_path}/experiments.db"
     server_pid = _wait_for_running_launch(tmp_path, store_url)
