@@ -62,7 +62,7 @@ METRICS: tuple[tuple[str, str, Callable[[dict], float]], ...] = (
 
 # What the server itself recorded of each run (its /metrics histograms, per-run deltas of
 # their sums and counts): the reference both clients are held to. On this shared machine
-# the server's own pace moves by 10-30% between runs, which no client can remove.
+# the server's own pace moves by up to 30% between runs, which no client can remove.
 SERVER_HISTOGRAMS = {
     "itl_ms": "vllm:inter_token_latency_seconds",
     "ttft_ms": "vllm:time_to_first_token_seconds",
