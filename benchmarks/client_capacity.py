@@ -67,6 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tuner.bench.clock import arrival_clock  # noqa: E402
 from tuner.bench.clock import run as run_stamped  # noqa: E402
+from tuner.bench.summary import percentile  # noqa: E402
 
 MODEL = "bench-model"
 
@@ -133,6 +134,7 @@ class Truth:
             "tokens": self.tokens,
             "peak_open_streams": self.peak_open,
             "ttft_ms_p50": _median_ms(self.ttft_s),
+            "ttft_ms_p99": 1000 * percentile(sorted(self.ttft_s), 99) if self.ttft_s else None,
             "ttft_ms_mean": _mean_ms(self.ttft_s),
             "itl_ms_mean": _mean_ms(self.itl_mean_s),
             "server_cpu_s": _cpu_s() - self.cpu0,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import operator
 import os
 import re
 import signal
@@ -96,6 +97,10 @@ class Row:
     vllm: tuple[float, ...]
     tuner: tuple[float, ...]
     server_ratio: float | None = None  # the server's own record of the same runs
+    # Each run's figure on the server's own pace of that run (over the server's figure,
+    # or times it where the metric moves against it): vllm's runs, then tuner's.
+    vllm_on_pace: tuple[float, ...] | None = None
+    tuner_on_pace: tuple[float, ...] | None = None
 
     @property
     def ratio(self) -> float:
@@ -113,6 +118,20 @@ class Row:
             return False
         return abs(self.ratio - self.server_ratio) <= PACE_TOLERANCE
 
+    @property
+    def paired(self) -> bool:
+        """Put on the server's own pace run by run, the two clients' figures agree (the
+        rule of ``agree``): what is left apart is a difference of measurement."""
+        if self.vllm_on_pace is None or self.tuner_on_pace is None:
+            return False
+        return agree(self.vllm_on_pace, self.tuner_on_pace)
+
+    @property
+    def paired_ratio(self) -> float | None:
+        if self.vllm_on_pace is None or self.tuner_on_pace is None:
+            return None
+        return statistics.median(self.tuner_on_pace) / statistics.median(self.vllm_on_pace)
+
     def to_dict(self) -> dict[str, object]:
         return {
             "label": self.label,
@@ -122,6 +141,10 @@ class Row:
             "agrees": self.agrees,
             "server_ratio": self.server_ratio,
             "paced": self.paced,
+            "vllm_on_pace": None if self.vllm_on_pace is None else list(self.vllm_on_pace),
+            "tuner_on_pace": None if self.tuner_on_pace is None else list(self.tuner_on_pace),
+            "paired_ratio": self.paired_ratio,
+            "paired": self.paired,
         }
 
 
@@ -320,6 +343,8 @@ def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]
             tuple(r[key] for r in vllm_runs),
             tuple(read(lv) for lv in tuner_runs),
             _server_ratio(label, vllm_runs, tuner_runs),
+            _on_pace(label, vllm_runs, operator.itemgetter(key)),
+            _on_pace(label, tuner_runs, read),
         )
         for label, key, read in METRICS
     ]
@@ -347,6 +372,11 @@ def table_data(load: Load, vllm_runs: Sequence[dict], tuner_runs: Sequence[dict]
         "tuner_itl_over_server": _over_server(tuner_runs, lambda lv: lv["itl_ms"]["mean"]),
         "vllm_tpot_over_server": _over_server(vllm_runs, lambda r: r["mean_tpot_ms"]),
         "tuner_tpot_over_server": _over_server(tuner_runs, lambda lv: lv["tpot_ms"]["mean"]),
+        # Each client's mean TTFT less the server's own mean TTFT of the same run (ms): what
+        # the client's span holds beyond the engine's (the HTTP request and the API server
+        # on both, and each client's own cost: benchmarks/ttft_truth.py).
+        "vllm_ttft_added_ms": _added_ms(vllm_runs, lambda r: r["mean_ttft_ms"]),
+        "tuner_ttft_added_ms": _added_ms(tuner_runs, lambda lv: lv["ttft_ms"]["mean"]),
     }
 
 
@@ -363,10 +393,29 @@ def _server_ratio(
     return ratio if sign > 0 else 1 / ratio
 
 
+def _on_pace(
+    label: str, runs: Sequence[dict], read: Callable[[dict], float]
+) -> tuple[float, ...] | None:
+    """Each run's figure over the server's own figure of that run (times it, for a metric
+    that moves against the server's: throughput at fixed streams)."""
+    if label not in SERVER_PACE or not all("server" in r for r in runs):
+        return None
+    key, sign = SERVER_PACE[label]
+    return tuple(
+        read(r) / r["server"][key] if sign > 0 else read(r) * r["server"][key] for r in runs
+    )
+
+
 def _over_server(runs: Sequence[dict], read: Callable[[dict], float]) -> list[float] | None:
     if not all("server" in r for r in runs):
         return None
     return [read(r) / r["server"]["itl_ms"] for r in runs]
+
+
+def _added_ms(runs: Sequence[dict], read: Callable[[dict], float]) -> list[float] | None:
+    if not all("server" in r for r in runs):
+        return None
+    return [read(r) - r["server"]["ttft_ms"] for r in runs]
 
 
 def _first_burst(result: dict, concurrency: int) -> tuple[float, float] | None:
@@ -381,14 +430,16 @@ def _first_burst(result: dict, concurrency: int) -> tuple[float, float] | None:
 
 def print_table(data: dict) -> None:
     print(f"| metric | vllm bench serve ({data['runs']} runs) | tuner bench ({data['runs']} "
-          "runs) | tuner / vllm, medians | the server's own | agree |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
+          "runs) | tuner / vllm, medians | the server's own | on the server's pace, run by "
+          "run | agree |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for row in data["rows"]:
         fmt = (lambda x: f"{x:.0f}") if "tok/s" in row["label"] else (lambda x: f"{x:.1f}")
         print(
             f"| {row['label']} | {', '.join(fmt(x) for x in row['vllm'])} | "
             f"{', '.join(fmt(x) for x in row['tuner'])} | {row['ratio']:.2f} | "
-            f"{_ratio(row.get('server_ratio'))} | {_verdict(row)} |"
+            f"{_ratio(row.get('server_ratio'))} | {_ratio(row.get('paired_ratio'))} | "
+            f"{_verdict(row)} |"
         )
     per_event = [f"{x:.2f}" for x in data["vllm_tokens_per_event"] if x is not None]
     print(f"tokens per SSE event: vllm bench serve {', '.join(per_event) or '-'}; tuner "
@@ -404,6 +455,10 @@ def print_table(data: dict) -> None:
         if itl and tpot:
             pairs = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(itl, tpot, strict=True))
             print(f"{client}'s mean ITL / TPOT over the server's own mean ITL, per run: {pairs}")
+    for client in ("vllm", "tuner"):
+        if added := data.get(f"{client}_ttft_added_ms"):
+            print(f"{client}'s mean TTFT less the server's own mean TTFT, per run (ms): "
+                  + ", ".join(f"{x:+.2f}" for x in added))  # fmt: skip
     limited = sum(data["tuner_client_limited"])
     print(f"tuner levels flagged client-limited: {limited} of {data['runs']}")
 
@@ -415,7 +470,9 @@ def _ratio(value: float | None) -> str:
 def _verdict(row: dict) -> str:
     if row["agrees"]:
         return "yes"
-    return "the server's pace" if row.get("paced") else "NO"
+    if row.get("paced"):
+        return "the server's pace"
+    return "on the server's pace" if row.get("paired") else "NO"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -80,6 +80,7 @@ def _vllm_run(ttft_ms: float) -> dict:
         "output_throughput": 20.0,
         "median_ttft_ms": ttft_ms,
         "p99_ttft_ms": ttft_ms,
+        "mean_ttft_ms": ttft_ms,
         "mean_tpot_ms": 10.0,
         "mean_itl_ms": 10.0,
         "total_output_tokens": 10,
@@ -214,3 +215,39 @@ def test_a_gap_the_server_itself_recorded_is_the_servers_pace_and_no_other_is(
     bare = vs.table_data(vs.Load(), [_vllm_run(30.0)], [level])
     assert all(row["server_ratio"] is None and not row["paced"] for row in bare["rows"])
     assert bare["tuner_itl_over_server"] is None
+
+
+def test_ttft_on_the_servers_own_pace_run_by_run_tells_a_measurement_gap_from_a_pace(
+    vs: types.ModuleType,
+) -> None:
+    # vllm's two runs: TTFT 30 and 33 ms where the server itself recorded 30 and 33 (its
+    # pace moved 10% between them): on the server's pace, 1.0 both times.
+    vllm_runs = [_with_server(_vllm_run(t), ttft_ms=t) for t in (30.0, 33.0)]
+    level = vs.first_level(_printed(limited=False))
+    tuner = {**level, "ttft_ms": {**level["ttft_ms"], "p50": 33.0, "p99": 33.0, "mean": 33.0}}
+
+    def p50_row(server_ttft_ms: float) -> dict:
+        data = vs.table_data(
+            vs.Load(), vllm_runs, [_with_server(tuner, ttft_ms=server_ttft_ms)] * 2
+        )
+        row: dict = next(row for row in data["rows"] if row["label"] == "TTFT p50 ms")
+        return {**row, "added": data["tuner_ttft_added_ms"]}
+
+    # The server recorded 30 ms in tuner's runs: tuner's 33 is 10% over the server's own
+    # TTFT where vllm's is 0% over it, a difference of measurement, whatever the raw
+    # medians (31.5 against 33, within vllm's 3 ms spread) say.
+    gap = p50_row(30.0)
+    assert gap["agrees"] and not gap["paired"]
+    assert gap["tuner_on_pace"] == [pytest.approx(1.1)] * 2
+    assert gap["paired_ratio"] == pytest.approx(1.1)
+    assert gap["added"] == [pytest.approx(3.0)] * 2  # its mean, 33, less the server's 30
+    # The server recorded 33 ms in tuner's runs: the same 33 is the server's pace.
+    same = p50_row(33.0)
+    assert same["paired"] and same["paired_ratio"] == pytest.approx(1.0)
+    # Throughput is put on the pace the other way: times the server's request time.
+    data = vs.table_data(vs.Load(), vllm_runs, [_with_server(level, e2el_ms=676.0)] * 2)
+    rate = next(row for row in data["rows"] if row["label"] == "output tok/s")
+    assert rate["tuner_on_pace"] == [pytest.approx(level["output_throughput"] * 676.0)] * 2
+    # Without the server's record nothing is paired.
+    bare = vs.table_data(vs.Load(), [_vllm_run(30.0)], [level])
+    assert all(row["paired_ratio"] is None and not row["paired"] for row in bare["rows"])

