@@ -298,6 +298,12 @@ def run_case(
             "launched": result.launched,
             "keep_defaults": bool(report.keep_defaults),
             "within": true >= WITHIN * optimum - 1e-12,
+            "answer": true,  # the recommendation's true speed, over the defaults'
+            # The final comparison's candidate (its changed settings), if one ran.
+            "final_candidate": next(
+                (dict(changed) for role, changed in runner.launched if role == "final" and changed),
+                None,
+            ),
             # A launch of a configuration within 2% of the optimum is in capitals.
             "roles": "".join(
                 letter.upper() if speed(changed) / 100.0 >= WITHIN * optimum - 1e-12 else letter

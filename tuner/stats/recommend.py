@@ -1,7 +1,12 @@
 """Which configuration to recommend, and a sentence saying why.
 
-The best is the highest trusted mean; the recommendation is the simplest configuration
-within noise of the best that also beats the defaults significantly, else the defaults.
+The best is the highest trusted mean; the recommendation is the simplest version of the
+best (the best with settings left at their defaults, each dropped setting judged idle
+where it was made: the simplification step's launches) within noise of it that also
+beats the defaults significantly, else the defaults. Only such a version: another
+configuration within noise of the best, or the best less a setting nobody judged idle,
+is a slower alternative the data could not yet tell apart, not a simplification (at 1%
+noise a 2.5% loss is often "within noise").
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ class Candidate:
 
     ``n_changed`` counts params not at their default. ``confirmed`` marks a
     configuration whose lead survived a confirmation launch; ``label`` is how
-    sentences name it ("trial 7"), the key otherwise.
+    sentences name it ("trial 7"), the key otherwise. ``changes`` holds its settings
+    that differ from the defaults (param, value); None where unknown, and then any
+    configuration with fewer changes counts as simpler. ``drops_checked``: what it leaves
+    at default was judged idle before it was launched (the simplification step's model),
+    so it may stand in for a best it simplifies.
     """
 
     key: str
@@ -28,13 +37,21 @@ class Candidate:
     n_changed: int
     confirmed: bool = False
     label: str | None = None
+    changes: frozenset[tuple[str, str]] | None = None
+    drops_checked: bool = True
+
+    def version_of(self, other: Candidate) -> bool:
+        """This is ``other`` with idle settings left at their defaults (or itself)."""
+        if self.changes is None or other.changes is None:
+            return True
+        return self.changes <= other.changes and (self.drops_checked or self is other)
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """best: highest trusted mean; recommended: the simplest configuration that is not
-    significantly worse than the best (and, unless it is the baseline, significantly
-    better than the baseline). ``equivalent`` lists the keys within noise of the best."""
+    """best: highest trusted mean; recommended: the simplest version of the best that is
+    not significantly worse than it (and, unless it is the baseline, significantly better
+    than the baseline). ``equivalent`` lists the keys within noise of the best."""
 
     best: str
     recommended: str
@@ -112,10 +129,16 @@ class _Judge:
             )
         # A change from the defaults must itself be a significant gain over them, not
         # only within noise of the best; the best is one (the baseline is not equivalent).
+        # And it must be the best with idle settings dropped: fewer changes are worth a
+        # loss within noise only where they are the winner's own, less what did nothing.
         eligible = [
             c
             for c in equivalent
-            if baseline is None or c is best or self.versus(c, baseline).verdict == "better"
+            if c is best
+            or (
+                c.version_of(best)
+                and (baseline is None or self.versus(c, baseline).verdict == "better")
+            )
         ]
         chosen = min(eligible, key=lambda c: (c.n_changed, -sign * c.estimate.mean))
         chosen_vs_base = self.versus(chosen, baseline) if baseline is not None else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tuner import stats
 from tuner.space.objectives import is_multi_objective, study_objectives
-from tuner.space.settings import changed_from_defaults, is_default
+from tuner.space.settings import canonical_value, changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
@@ -35,6 +35,7 @@ class ConfigResult:
     launches: tuple[stats.LaunchEstimate, ...]
     estimate: stats.ConfigEstimate
     is_baseline: bool
+    roles: frozenset[str] = frozenset()  # of its launches (attrs.SEARCH, attrs.SIMPLIFY, ...)
 
     @property
     def n_changed(self) -> int:
@@ -147,9 +148,9 @@ class StudyAnalysis:
         return "the defaults" if config.is_baseline else f"trial {config.trials[0]}"
 
     def candidate(self) -> stats.Recommendation | None:
-        """What the search's launches recommend (the simplest configuration within noise of
-        the best that beats the defaults): the candidate of a final comparison, never the
-        answer by itself (the winner's curse, many comparisons)."""
+        """What the search's launches recommend (the simplest version of the best within
+        noise of it that beats the defaults): the candidate of a final comparison, never
+        the answer by itself (the winner's curse, many comparisons)."""
         if not self.configs:
             return None
         stop = self.space.spec.stop
@@ -160,6 +161,8 @@ class StudyAnalysis:
                 n_changed=c.n_changed,
                 confirmed=self.confirmed(c),
                 label=f"trial {c.trials[0]}",
+                changes=frozenset((k, canonical_value(v)) for k, v in c.changed.items()),
+                drops_checked=attrs.SIMPLIFY in c.roles,
             )
             for c in self.configs.values()
             if self.eligible(c)  # a configuration that breaks a limit is never recommended
@@ -323,6 +326,7 @@ def analyze(
             launches=launches[key],
             estimate=stats.config_estimate(launches[key], noise),
             is_baseline=all(is_default(v) for v in params.values()),
+            roles=frozenset(r.role for r in group if r.role),
         )
     if screening:
         # Pooled within each fidelity: the bias between them is not noise.

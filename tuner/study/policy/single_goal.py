@@ -27,7 +27,7 @@ from tuner.study.policy import (
     probe_narrowing,
     steering,
 )
-from tuner.study.policy.confirmations import needs_confirmation
+from tuner.study.policy.confirmations import model_backed, needs_confirmation
 from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
 
@@ -64,7 +64,11 @@ class SingleGoal:
         facts = snap.facts
         waiting = snap.waiting_configs()
         out = []
-        for config in needs_confirmation(facts, snap.state.incumbent):
+        wanted = needs_confirmation(facts, snap.state.incumbent)
+        backed = model_backed(facts, snap.state.incumbent, snap.search_spec, snap.rng(stream=3))
+        if backed is not None and all(c.config_hash != backed.config_hash for c in wanted):
+            wanted.append(backed)
+        for config in wanted:
             if config.config_hash in waiting:
                 continue
             message = (
