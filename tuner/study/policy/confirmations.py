@@ -3,8 +3,9 @@
 A configuration that looks better than the incumbent (a screening test, looser than the
 final one) is launched again until it is confirmed (1 + stop.confirmations launches), and
 then, up to stop.confirmation_cap, while the verdict at full confidence stays open; one
-whose limits are uncertain is launched again while it leads. Pure: the study's facts in,
-configurations out (tuner/study/policy/single_goal.py turns them into launches).
+whose limits are uncertain is launched again while it leads; and the one the model of
+effects is surest of, when it is sure enough (``model_backed``). Pure: the study's facts
+in, configurations out (tuner/study/policy/single_goal.py turns them into launches).
 """
 
 from __future__ import annotations
