@@ -254,7 +254,7 @@ class StopSpec(StrictModel):
     final_launches: int = Field(default=2, ge=1, le=8)
     # ... and up to this many each when the search's estimate of the candidate's gain is
     # small against the noise (tuner/stats/power.final_launches_for): the fewest launches
-    # that confirm that gain four times in five. The budget keeps final_launches' worth.
+    # that confirm that gain 19 times in 20. The budget keeps final_launches' worth.
     final_launches_max: int | None = Field(default=None, ge=1, le=8)
     # The final comparison's confidence (two-sided; the answer needs the lower end above
     # min_gain, so a false gain is at most half of 1 - final_confidence a study). Stricter
