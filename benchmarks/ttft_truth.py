@@ -42,6 +42,7 @@ from vs_vllm_bench import (  # noqa: E402
     _pinned,
     run_tuner_bench,
     run_vllm_bench,
+    server_and_client_cores,
 )
 
 CLIENT_CAPACITY = Path(__file__).resolve().parent / "client_capacity.py"
@@ -79,11 +80,13 @@ def truth_server(
         proc.wait(timeout=10)
 
 
-def _truth(url: str, reset: bool = False) -> dict:
-    if reset:
-        request = urllib.request.Request(f"{url}/truth/reset", method="POST")
-        with urllib.request.urlopen(request, timeout=10):
-            return {}
+def _reset_truth(url: str) -> None:
+    request = urllib.request.Request(f"{url}/truth/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def _read_truth(url: str) -> dict:
     with urllib.request.urlopen(f"{url}/truth", timeout=10) as reply:
         truth: dict = json.loads(reply.read())
         return truth
@@ -101,12 +104,12 @@ def compare(python: str, load: Load, runs: int, cpus: tuple[int | None, int | No
         truth_server(python, server_cpu, first_ms, interval_ms) as url,
     ):
         for _ in range(runs):
-            _truth(url, reset=True)
+            _reset_truth(url)
             result = run_vllm_bench(python, url, load, client_cpu, Path(tmp))
-            vllm_runs.append({**result, "truth": _truth(url)})
-            _truth(url, reset=True)
+            vllm_runs.append({**result, "truth": _read_truth(url)})
+            _reset_truth(url)
             level = run_tuner_bench(python, url, load, client_cpu)
-            tuner_runs.append({**level, "truth": _truth(url)})
+            tuner_runs.append({**level, "truth": _read_truth(url)})
     for label, truth_key, vllm_key, read in FIGURES:
         data[label] = {
             "vllm": [(r[vllm_key], r["truth"][truth_key]) for r in vllm_runs],
@@ -147,11 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (MODEL / "config.json").is_file():
         raise SystemExit(f"no tiny model at {MODEL} (vllm's random dataset needs its tokenizer); "
                          "run: bash scripts/setup-vllm-cpu.sh")  # fmt: skip
-    import os
-
-    cpus: tuple[int | None, int | None] = (
-        (0, 1) if {0, 1} <= os.sched_getaffinity(0) else (None, None)
-    )
+    cpus = server_and_client_cores(0, 1)
     data = compare(args.python, Load(requests=args.requests), args.runs, cpus,
                    args.first_ms, args.interval_ms)  # fmt: skip
     print_table(data)

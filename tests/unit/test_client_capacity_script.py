@@ -8,22 +8,16 @@ cores for its client processes, instead of passing a flat line off as no scaling
 
 from __future__ import annotations
 
-import importlib.util
 import types
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "client_capacity.py"
+from tests.unit.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def cc() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("client_capacity_unit", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("client_capacity.py")
 
 
 class _Transport:

@@ -6,32 +6,26 @@ its own logic (the checks, the formatting, the exit status) holds before then.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 import types
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tuner.telemetry.gpu as gpu_module
 from tests.fakes import FakeGpu, FakeGpuBackend
+from tests.unit.benchmark_scripts import load_benchmark
 from tuner.telemetry import gpu_sampler
 from tuner.telemetry import gpu_summary as summary
 from tuner.telemetry.gpu import GpuProcess, NullGpuBackend
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "nvml_check.py"
 MIB = 1024 * 1024
 NO_GPU = "no NVIDIA GPU: GPU telemetry off"
 
 
 def load_script() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("nvml_check", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("nvml_check.py", "nvml_check")
 
 
 class FakeCuda:

@@ -3,27 +3,16 @@ added to the truth is read run by run and never the wrong way round."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import types
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "ttft_truth.py"
+from tests.unit.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def truth() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("ttft_truth_unit", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_benchmark("ttft_truth.py")
 
 
 def test_what_a_client_added_is_its_runs_median_of_client_less_truth(

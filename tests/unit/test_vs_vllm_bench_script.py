@@ -9,34 +9,22 @@ apart than the wider spread.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import math
-import sys
 import types
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from tests.unit.benchmark_scripts import load_benchmark
 from tuner.bench import LevelResult, RequestRecord
 from tuner.bench.summary import levels_document, summarize
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "vs_vllm_bench.py"
 
 
 @pytest.fixture(scope="module")
 def vs() -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location("vs_vllm_bench_unit", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_benchmark("vs_vllm_bench.py")
 
 
 def _record(index: int, ttft_s: float) -> RequestRecord:
