@@ -30,6 +30,7 @@ max) and hours to a verdict (median), and the seeds that missed.
     python benchmarks/screening.py --studies 30 --jobs 2
     python benchmarks/screening.py --studies 8 --cases hidden-vllm --noise 0.01
     python benchmarks/screening.py --modes yes --screen-rounds 1   # screening.benchmark
+    python benchmarks/screening.py --modes yes --screen-max 20     # screening.max_launches
 """
 
 from __future__ import annotations
@@ -45,7 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search_fake import Options, run_seeds  # noqa: E402
 
+from tuner.space.screening import ScreeningSpec  # noqa: E402
 from tuner.stats import clopper_pearson_lower  # noqa: E402
+
+SCREEN_MAX_DEFAULT = ScreeningSpec.model_fields["max_launches"].default
 
 FULL_S = (2230.7, 240.0)  # to healthy, benchmark and stop
 SCREEN_S = (70.7, 240.0)
@@ -78,6 +82,11 @@ def main() -> int:
         help="screening.benchmark.rounds: a screening launch's rounds (default: the full 3)",
     )
     p.add_argument(
+        "--screen-max",
+        type=int,
+        help=f"screening.max_launches (default: the space file's, {SCREEN_MAX_DEFAULT})",
+    )
+    p.add_argument(
         "--probe",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -97,6 +106,7 @@ def main() -> int:
         f"screening launch {sum(screen_seconds(args.screen_rounds)):.0f} s "
         f"({args.screen_rounds or 3} round{'' if args.screen_rounds == 1 else 's'}); "
         "patience 8 (screening: 16); "
+        f"screening.max_launches {args.screen_max or SCREEN_MAX_DEFAULT}; "
         f"probe {'on' if args.probe else 'off'}"
     )
     print(
@@ -113,6 +123,7 @@ def main() -> int:
                 full_s=FULL_S,
                 screen_s=screen_seconds(args.screen_rounds),
                 screen_rounds=args.screen_rounds,
+                screen_max=args.screen_max,
             )
             rows = run_seeds(case, range(args.studies), options, pool=pool)
             ok = [r["keep_defaults"] if case == "flat" else r["within"] for r in rows]

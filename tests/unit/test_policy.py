@@ -435,3 +435,42 @@ def test_several_objectives_never_propose_simplify_nor_prune() -> None:
     assert goal.proposal(snap)[0] == [] and goal.final_checks(snap)[0] == []
     assert goal.futile_chance(snap) is None and goal.prune_check(snap.facts) is None
     assert goal_for(snap.spec).proposal(snap)[0] != []
+
+
+def _simplified_study(simpler_launches: tuple[float, float]) -> tuple[Study, StudyState, str]:
+    """The best (NCCL_PROTO=LL and -O3, two noisy launches about 27% over the defaults),
+    its simplification without -O3 launched twice, then a plateau."""
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(attrs.SEARCH, [130.0, 130.1, 129.9], proposer=attrs.LOCAL, NCCL_PROTO="LL",
+                 compilation=3)  # fmt: skip
+    study.launch(attrs.CONFIRM, [124.0, 124.1, 123.9], NCCL_PROTO="LL", compilation=3)
+    best = study.trials[-1].config
+    for value in simpler_launches:
+        study.launch(attrs.SIMPLIFY, [value, value + 0.1, value - 0.1], NCCL_PROTO="LL")
+    for value in (0, 3):  # three search trials without a gain: patience 3 used up
+        study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL,
+                     NCCL_PROTO="Simple", compilation=value)  # fmt: skip
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, NCCL_PROTO="Simple")
+    return study, StudyState(incumbent=best, last_gain_trial=3, simplified=(best,)), best
+
+
+def test_a_simplification_trailing_by_more_than_min_gain_is_launched_again_not_answered() -> None:
+    """Within noise of the best but 1.6% slower (min_gain 1%): the candidate stays the best,
+    and the tiebreak launches the simpler version again before the final comparison."""
+    study, state, best = _simplified_study((128.0, 122.0))
+    simpler = study.trials[4].config
+    rec = study.snapshot(state=state).facts.candidate()
+    assert rec is not None and (rec.recommended, rec.trailing) == (best, simpler)
+    decision = next_launch.after_trial(study.snapshot(state=state), goal_for(study.space.spec))
+    assert decision.stop is None
+    (launch,) = decision.launches
+    assert launch.role == attrs.CONFIRM and launch.extra_attrs[attrs.CONFIG] == simpler
+    assert launch.message is not None and "with fewer changes, trails" in launch.message
+    # The same simplification 0.4% slower is the candidate: no tiebreak, the final comparison.
+    study, state, best = _simplified_study((128.5, 124.5))
+    rec = study.snapshot(state=state).facts.candidate()
+    assert rec is not None and rec.recommended == study.trials[4].config and rec.trailing is None
+    final = next_launch.after_trial(study.snapshot(state=state), goal_for(study.space.spec))
+    assert [launch.role for launch in final.launches] == [attrs.FINAL] * 4

@@ -2,11 +2,12 @@
 
 The best is the highest trusted mean; the recommendation is the simplest version of the
 best (the best with settings left at their defaults, each dropped setting judged idle
-where it was made: the simplification step's launches) within noise of it that also
-beats the defaults significantly, else the defaults. Only such a version: another
-configuration within noise of the best, or the best less a setting nobody judged idle,
-is a slower alternative the data could not yet tell apart, not a simplification (at 1%
-noise a 2.5% loss is often "within noise").
+where it was made: the simplification step's launches) within noise of it and less than
+min_gain slower, that also beats the defaults significantly, else the defaults. Only such
+a version: another configuration within noise of the best, or the best less a setting
+nobody judged idle, is a slower alternative the data could not yet tell apart, not a
+simplification. And within noise is not enough: at 1% noise a real 2.5% setting dropped
+is often "within noise" of the best on two launches each.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class Candidate:
 @dataclass(frozen=True)
 class Recommendation:
     """best: highest trusted mean; recommended: the simplest version of the best that is
-    not significantly worse than it (and, unless it is the baseline, significantly better
-    than the baseline). ``equivalent`` lists the keys within noise of the best."""
+    not significantly worse than it nor min_gain slower (and, unless it is the baseline,
+    significantly better than the baseline). ``equivalent`` lists the keys within noise
+    of the best."""
 
     best: str
     recommended: str
@@ -60,6 +62,10 @@ class Recommendation:
     equivalent: tuple[str, ...] = ()
     best_vs_baseline: Comparison | None = None
     recommended_vs_baseline: Comparison | None = None
+    trailing: str | None = None
+    """A simpler version of the best, within noise of it and a significant gain over the
+    defaults, passed over only because it measures more than min_gain slower: more
+    launches may settle whether it is as fast (tuner/study/policy/final_checks.tiebreak)."""
 
 
 def recommend(
@@ -130,17 +136,18 @@ class _Judge:
         # A change from the defaults must itself be a significant gain over them, not
         # only within noise of the best; the best is one (the baseline is not equivalent).
         # And it must be the best with idle settings dropped: fewer changes are worth a
-        # loss within noise only where they are the winner's own, less what did nothing.
-        eligible = [
+        # loss within noise only where they are the winner's own, less what did nothing,
+        # and where that loss measures under min_gain (what the study calls no gain).
+        versions = [
             c
             for c in equivalent
-            if c is best
-            or (
-                c.version_of(best)
-                and (baseline is None or self.versus(c, baseline).verdict == "better")
-            )
+            if c is not best
+            and c.version_of(best)
+            and (baseline is None or self.versus(c, baseline).verdict == "better")
         ]
-        chosen = min(eligible, key=lambda c: (c.n_changed, -sign * c.estimate.mean))
+        close = [c for c in versions if self.versus(best, c).gain <= self.min_gain]
+        chosen = min([best, *close], key=lambda c: (c.n_changed, -sign * c.estimate.mean))
+        trailing = [c for c in versions if c not in close and c.n_changed < chosen.n_changed]
         chosen_vs_base = self.versus(chosen, baseline) if baseline is not None else None
         return Recommendation(
             best=best.key,
@@ -150,6 +157,9 @@ class _Judge:
             equivalent=tuple(c.key for c in equivalent),
             best_vs_baseline=best_vs_base,
             recommended_vs_baseline=chosen_vs_base,
+            trailing=min(trailing, key=lambda c: (c.n_changed, -sign * c.estimate.mean)).key
+            if trailing
+            else None,
         )
 
     def _keep_defaults(
@@ -233,5 +243,6 @@ class _Judge:
         n = len(rivals)
         return (
             f"{head}; {n} other configuration{'s are' if n != 1 else ' is'} within noise of "
-            "it, none with fewer changes and a significant gain over the defaults"
+            f"it, none a version of it with fewer changes, less than {self.min_gain * 100:g}% "
+            "slower and significantly faster than the defaults"
         )

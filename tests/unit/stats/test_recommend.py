@@ -113,9 +113,38 @@ def test_only_a_version_of_the_best_is_simpler_not_another_configuration() -> No
     unchecked = Candidate("less", estimate(86.2, 0.012, dof=6), 3, True, changes=less,
                           drops_checked=False)  # fmt: skip
     assert recommend_vs_base([*cands, unchecked]).recommended == "all"
-    # Where settings are unknown (changes=None) fewer changes win, as before.
+    # Where settings are unknown (changes=None) fewer changes win, as before, when they
+    # lose less than min_gain (1% here); "two" loses 2.9%.
     unknown = [Candidate(c.key, c.estimate, c.n_changed, c.confirmed, c.label) for c in cands]
-    assert recommend_vs_base(unknown).recommended == "two"
+    assert recommend_vs_base(unknown).recommended == "all"
+    close = Candidate("two", estimate(85.8, 0.012, dof=6), 3, True, "trial 4")
+    assert recommend_vs_base([*unknown[:2], close]).recommended == "two"
+
+
+def test_a_simplification_that_loses_more_than_min_gain_is_not_the_answer() -> None:
+    """Issue 24, seed 21 of the screened hidden-vllm cell: the simplification step's model
+    judged --disable-custom-all-reduce idle; its two launches without it measured 2.5%
+    below the best, within noise at 1%, and it stood in for the best, a real 2.5% given
+    away. Fewer changes win a loss within noise only when it is also below min_gain."""
+    best = frozenset({("seqs", "128"), ("tokens", "16384"), ("car", "off")})
+    less = best - {("car", "off")}
+    cands = [
+        Candidate("base", estimate(80.0, 0.01, dof=6), 0, changes=frozenset()),
+        Candidate("all", estimate(86.4, 0.012, dof=6), 3, True, "trial 9", changes=best),
+        Candidate("less", estimate(84.3, 0.012, dof=6), 2, True, "trial 31", changes=less),
+    ]
+    rec = recommend_vs_base(cands)
+    assert set(rec.equivalent) == {"all", "less"}  # 2.5% apart, within noise here
+    assert rec.recommended == "all"
+    assert rec.trailing == "less"  # the tiebreak launches the less measured of the two
+    assert rec.reason.endswith(
+        "none a version of it with fewer changes, less than 1% slower and significantly "
+        "faster than the defaults"
+    )
+    # The same simplification 0.5% below the best is the answer: fewer changes win.
+    idle = Candidate("less", estimate(86.0, 0.012, dof=6), 2, True, "trial 31", changes=less)
+    settled = recommend_vs_base([*cands[:2], idle])
+    assert (settled.recommended, settled.trailing) == ("less", None)
 
 
 def test_an_unconfirmed_lucky_launch_is_neither_best_nor_recommended() -> None:
