@@ -31,6 +31,7 @@ max) and hours to a verdict (median), and the seeds that missed.
     python benchmarks/screening.py --studies 8 --cases hidden-vllm --noise 0.01
     python benchmarks/screening.py --modes yes --screen-rounds 1   # screening.benchmark
     python benchmarks/screening.py --modes yes --screen-max 20     # screening.max_launches
+    python benchmarks/screening.py --modes yes --screen-patience 8 # screening.patience
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ def main() -> int:
         help=f"screening.max_launches (default: the space file's, {SCREEN_MAX_DEFAULT})",
     )
     p.add_argument(
+        "--screen-patience",
+        type=int,
+        help="screening.patience (default: twice stop.patience, 16)",
+    )
+    p.add_argument(
         "--probe",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -105,7 +111,7 @@ def main() -> int:
         f"screening: {args.studies} studies per cell; full launch {sum(FULL_S):.0f} s, "
         f"screening launch {sum(screen_seconds(args.screen_rounds)):.0f} s "
         f"({args.screen_rounds or 3} round{'' if args.screen_rounds == 1 else 's'}); "
-        "patience 8 (screening: 16); "
+        f"patience 8 (screening: {args.screen_patience or 16}); "
         f"screening.max_launches {args.screen_max or SCREEN_MAX_DEFAULT}; "
         f"probe {'on' if args.probe else 'off'}"
     )
@@ -124,6 +130,7 @@ def main() -> int:
                 screen_s=screen_seconds(args.screen_rounds),
                 screen_rounds=args.screen_rounds,
                 screen_max=args.screen_max,
+                screen_patience=args.screen_patience,
             )
             rows = run_seeds(case, range(args.studies), options, pool=pool)
             ok = [r["keep_defaults"] if case == "flat" else r["within"] for r in rows]

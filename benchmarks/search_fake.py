@@ -179,6 +179,7 @@ class Options:
     screen_bias: float = 0.005  # a screening launch runs x (1 + bias) ...
     screen_noise: float = 0.005  # ... x (1 + N(0, this)) more between launches
     screen_max: int | None = None  # screening.max_launches (default 40)
+    screen_patience: int | None = None  # screening.patience (default twice stop.patience)
     screen_rounds: int | None = None  # screening.benchmark.rounds (default: the 3 of full)
     full_s: tuple[float, float] = (36 * 60.0, 300.0)  # a full launch: to healthy, the rest
     screen_s: tuple[float, float] = (120.0, 300.0)  # a screening launch's
@@ -239,6 +240,8 @@ def run_case(
             space_dict["screening"] = {"args": ["--load-format", "dummy"]}
             if args.screen_max is not None:
                 space_dict["screening"]["max_launches"] = args.screen_max
+            if args.screen_patience is not None:
+                space_dict["screening"]["patience"] = args.screen_patience
             if args.screen_rounds is not None:
                 space_dict["screening"]["benchmark"] = {"rounds": args.screen_rounds}
         if args.probe:
