@@ -6,10 +6,11 @@ two checks are worth their launches before the answer:
 - ``simplification``: the best without the settings the model finds idle
   (tuner/study/policy/simplify.py), launched as often as a confirmed configuration, once
   per best; the recommendation can then be the simplest configuration that is as fast;
-- ``tiebreak``: when a simpler version of the best trails it by more than min_gain, yet
-  not significantly (the candidate rule then keeps the best, tuner/stats/recommend.py),
-  the less measured of the two launched again (up to the confirmation cap): more data
-  settles whether the simpler one is as fast, or gives a real gain away.
+- ``tiebreak``: when the defaults (the recommendation) or a simpler version of the best
+  (which the candidate rule then passes over, tuner/stats/recommend.py) trail the best by
+  more than min_gain, yet not significantly, the less measured of the two launched again
+  (up to the confirmation cap): more data settles the close call, so that neither the
+  defaults nor the simplicity rule give a real gain away for want of data.
 
 Pure: a snapshot in; the launches (and the state after) out, or nothing.
 """
@@ -92,23 +93,27 @@ def simplification(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
 
 
 def tiebreak(snap: Snapshot) -> list[Launch]:
-    """The less measured of the best and its trailing simpler version launched again, when
-    that version trails the best by more than min_gain, not yet significantly."""
+    """The less measured of the best and its rival launched again, when the rival trails
+    the best by more than min_gain, not yet significantly. The rival: the defaults when
+    they are the recommendation, else a simpler version of the best passed over for that
+    gap (``Recommendation.trailing``)."""
     facts, stop = snap.facts, snap.spec.stop
     rec = facts.candidate()  # the search's choice; the final comparison decides later
-    if rec is None or rec.trailing is None:
+    if rec is None:
         return []
-    best, simpler = facts.configs[rec.best], facts.configs[rec.trailing]
-    gap = facts.compare(best, simpler).gain
-    if gap <= stop.min_gain or not snap.has_room(simpler.params):
+    rival_key = rec.recommended if rec.recommended != rec.best else rec.trailing
+    if rival_key is None:
         return []
-    for config in sorted((simpler, best), key=lambda c: len(c.launches)):
+    best, rival = facts.configs[rec.best], facts.configs[rival_key]
+    gap = facts.compare(best, rival).gain
+    if gap <= stop.min_gain or not snap.has_room(rival.params):
+        return []
+    for config in sorted((rival, best), key=lambda c: len(c.launches)):
         first = stop.baseline_launches if config.is_baseline else 1
         if len(config.launches) - first < stop.confirmation_cap:
             message = (
-                f"launching trial {config.trials[0]} again: {facts.describe(simpler)}, "
-                f"with fewer changes, trails {facts.describe(best)} by {gap:.1%}, not yet "
-                "significantly"
+                f"launching trial {config.trials[0]} again: {facts.describe(rival)} "
+                f"trails {facts.describe(best)} by {gap:.1%}, not yet significantly"
             )
             return [confirm_launch(snap, config.config_hash, config.params, message)]
     return []
