@@ -474,3 +474,26 @@ def test_a_simplification_trailing_by_more_than_min_gain_is_launched_again_not_a
     assert rec is not None and rec.recommended == study.trials[4].config and rec.trailing is None
     final = next_launch.after_trial(study.snapshot(state=state), goal_for(study.space.spec))
     assert [launch.role for launch in final.launches] == [attrs.FINAL] * 4
+
+
+def test_defaults_trailing_a_best_within_noise_get_a_launch_before_they_are_kept() -> None:
+    """A best 4% ahead of the defaults but within noise (two launches far apart): before the
+    plateau keeps the defaults, the close call gets a launch (the tiebreak), which
+    hidden-gain + probe at 2% noise needs (seeds 13 and 22 kept the defaults without it)."""
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    study.launch(attrs.SEARCH, [110.0, 110.1, 109.9], proposer=attrs.LOCAL, NCCL_PROTO="LL")
+    study.launch(attrs.CONFIRM, [98.0, 98.1, 97.9], NCCL_PROTO="LL")
+    for value in (0, 3):  # three search trials without a gain: patience 3 used up
+        study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL,
+                     NCCL_PROTO="Simple", compilation=value)  # fmt: skip
+    study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, NCCL_PROTO="Simple")
+    state = StudyState(incumbent=study.trials[0].config, last_gain_trial=3)
+    rec = study.snapshot(state=state).facts.candidate()
+    assert rec is not None and rec.keep_defaults and rec.best == study.trials[2].config
+    decision = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert decision.stop is None
+    (launch,) = decision.launches
+    assert launch.role == attrs.CONFIRM and launch.params == _params(space)  # the defaults
+    assert launch.message is not None and "[defaults] trails" in launch.message
