@@ -145,8 +145,12 @@ class _Judge:
             and c.version_of(best)
             and (baseline is None or self.versus(c, baseline).verdict == "better")
         ]
+
+        def simplest_first(c: Candidate) -> tuple[int, float]:
+            return c.n_changed, -sign * c.estimate.mean  # ties: the better mean
+
         close = [c for c in versions if self.versus(best, c).gain <= self.min_gain]
-        chosen = min([best, *close], key=lambda c: (c.n_changed, -sign * c.estimate.mean))
+        chosen = min([best, *close], key=simplest_first)
         trailing = [c for c in versions if c not in close and c.n_changed < chosen.n_changed]
         chosen_vs_base = self.versus(chosen, baseline) if baseline is not None else None
         return Recommendation(
@@ -157,9 +161,7 @@ class _Judge:
             equivalent=tuple(c.key for c in equivalent),
             best_vs_baseline=best_vs_base,
             recommended_vs_baseline=chosen_vs_base,
-            trailing=min(trailing, key=lambda c: (c.n_changed, -sign * c.estimate.mean)).key
-            if trailing
-            else None,
+            trailing=min(trailing, key=simplest_first).key if trailing else None,
         )
 
     def _keep_defaults(
