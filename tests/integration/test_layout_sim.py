@@ -73,6 +73,10 @@ TP8_EP = ("8", "True", "default")
 TP4 = ("default", "default", "default")
 
 
+# Alone (scripts/test.sh): the sim's 256 streams are timed on the host's cores, and beside
+# another test's load the measured noise grows until the 99% answer keeps the defaults
+# (seen in CI at 8c50a45, and in 1 of 3 runs of 32e12cb beside two busy loops).
+@pytest.mark.alone
 def test_the_whole_server_at_256_streams_gains_most_at_tp8_with_ep(tmp_path: Path) -> None:
     # 16 launches: at 256 streams the sim's rounds scatter (above), so the measured noise
     # has few degrees of freedom and the answer's 99% test needs 3 fresh launches a side
