@@ -45,7 +45,7 @@ def _obs(params: dict[str, Scalar], value: float, rel_sd: float = 0.002) -> Obse
 def _chance(
     spec: SpaceSpec, observations: list[Observation], exclude: set[str] | None = None
 ) -> float:
-    return futility.chance_of_gain(
+    untried, _ = futility.chances_of_gain(
         spec,
         observations,
         {},
@@ -54,6 +54,7 @@ def _chance(
         min_gain=0.01,
         max_changes=2,
     )
+    return untried
 
 
 def _every_value_flat(spec: SpaceSpec, times: int = 2) -> list[Observation]:

@@ -16,9 +16,10 @@ from tuner.space.spec import Scalar, Space, parse_space
 from tuner.storage import LaunchRow, LaunchStatus
 from tuner.study import attrs
 from tuner.study.facts.analysis import analyze
-from tuner.study.policy import next_launch
+from tuner.study.policy import final_checks, next_launch
 from tuner.study.policy.decisions import Launch
 from tuner.study.policy.goal import goal_for
+from tuner.study.policy.single_goal import PLATEAU_LOOKS
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import ProbeMemory, StudyState, TrialView
 
@@ -56,6 +57,7 @@ class Study:
         *,
         proposer: str | None = None,
         status: str = LaunchStatus.COMPLETE,
+        fidelity: str | None = None,
         **changed: Scalar,
     ) -> int:
         params = _params(self.space, **changed)
@@ -63,7 +65,9 @@ class Study:
         number = len(self.trials)
         state = {"complete": "COMPLETE", "pruned": "PRUNED", "failed": "FAIL"}[status]
         self.trials.append(
-            TrialView(number, state, role, proposer, config, launched=True, worker="w")
+            TrialView(
+                number, state, role, proposer, config, launched=True, worker="w", fidelity=fidelity
+            )
         )
         self.rows.append(
             LaunchRow(
@@ -74,6 +78,7 @@ class Study:
                 params=params,
                 status=status,
                 objective_rounds=list(rounds) if rounds is not None else None,
+                fidelity=fidelity,
             )
         )
         return number
@@ -420,6 +425,135 @@ def test_a_candidate_compared_once_is_never_queued_for_another_final_comparison(
     assert "+0.5%" in rec.reason and "does not clear the 1.0% minimum gain" in rec.reason
 
 
+def _ruled_out_but_one_family(ll: float) -> Snapshot:
+    """The baseline the incumbent, every configuration launched once (the grid exhausted):
+    five flat ones, and the three with NCCL_PROTO=LL at ``ll`` or a little below."""
+    study = Study(_space())
+    _baselines(study)
+    flat: list[dict[str, Scalar]] = [
+        {"NCCL_PROTO": "Simple"},
+        {"compilation": 0},
+        {"compilation": 3},
+        {"NCCL_PROTO": "Simple", "compilation": 0},
+        {"NCCL_PROTO": "Simple", "compilation": 3},
+    ]
+    for i, changed in enumerate(flat):
+        v = 100.1 if i % 2 else 99.9
+        study.launch(attrs.SEARCH, [v, v * 1.004, v * 0.996], proposer=attrs.LOCAL, **changed)
+    for changed, v in (
+        ({"NCCL_PROTO": "LL"}, ll),
+        ({"NCCL_PROTO": "LL", "compilation": 0}, ll - 0.4),
+        ({"NCCL_PROTO": "LL", "compilation": 3}, ll - 0.2),
+    ):
+        study.launch(attrs.SEARCH, [v * 1.01, v, v * 0.99], proposer=attrs.LOCAL, **changed)
+    return study.snapshot(state=StudyState(incumbent=study.trials[0].config, last_gain_trial=1))
+
+
+def test_before_the_search_stops_the_likeliest_unconfirmed_configuration_gets_one_more_launch() -> (
+    None
+):
+    # Each LL launch is 1.1-1.5% up, none passes the screening test on its own one launch,
+    # and the grid has nothing untried: without the last look the study stops here.
+    goal = goal_for(_space().spec)
+    snap = _ruled_out_but_one_family(101.5)
+    look = goal.last_look(snap)
+    assert look is not None and look[0].params["NCCL_PROTO"] == "LL" and look[1] >= 0.05
+    assert look[2] == "the futility stop"
+    decision = next_launch.after_trial(snap, goal)
+    assert decision.stop is None
+    assert [(launch.role, _changed(launch)) for launch in decision.launches] == [
+        (attrs.CONFIRM, {k: v for k, v in look[0].params.items() if v != "default"})
+    ]
+    message = decision.launches[0].message or ""
+    assert "before the futility stop" in message and f"{look[1]:.0%} chance" in message
+
+
+def test_with_every_configuration_ruled_out_the_search_stops_without_a_last_look() -> None:
+    goal = goal_for(_space().spec)
+    snap = _ruled_out_but_one_family(100.0)
+    assert goal.last_look(snap) is None
+    decision = next_launch.after_trial(snap, goal)
+    assert decision.launches == () and decision.stop is not None
+
+
+def _plateau_with_one_hope(space: Space, study: Study | None = None) -> Snapshot:
+    """Five search launches since the baseline (patience 5): four flat, NCCL_PROTO=LL
+    1.5% up on one launch, which the screening test cannot tell from the noise (the
+    baselines lie 2% apart); LL with a compilation level is still untried, so the futility
+    check does not stop the study."""
+    study = study or Study(space)
+    screened = attrs.SCREEN if space.spec.screening is not None else None
+    study.launch(attrs.BASELINE, [101.0, 101.4, 100.6], fidelity=screened)
+    study.launch(attrs.BASELINE, [99.0, 99.4, 98.6], fidelity=screened)
+    if screened:
+        study.launch(attrs.BASELINE, [100.0, 100.1, 99.9], fidelity=attrs.FULL)
+    for changed, v in (
+        ({"compilation": 0}, 100.3),
+        ({"NCCL_PROTO": "LL"}, 101.5),
+        ({"NCCL_PROTO": "Simple"}, 99.3),
+        ({"compilation": 3}, 99.8),
+        ({"NCCL_PROTO": "Simple", "compilation": 3}, 99.6),
+    ):
+        study.launch(
+            attrs.SEARCH, [v * 1.01, v, v * 0.99], proposer=attrs.LOCAL, fidelity=screened,
+            **changed,
+        )  # fmt: skip
+    return study.snapshot(state=StudyState(incumbent=study.trials[0].config, last_gain_trial=1))
+
+
+def _screened_space() -> Space:
+    """SPACE with screening, its patience 5 (the plateau of _plateau_with_one_hope)."""
+    return _space(
+        screening={"args": ["--load-format", "dummy"], "patience": 5},
+        stop={**SPACE["stop"], "patience": 2},
+    )
+
+
+def test_before_a_screened_studys_plateau_the_likeliest_unconfirmed_gets_one_more_launch() -> None:
+    space = _screened_space()
+    goal = goal_for(space.spec)
+    snap = _plateau_with_one_hope(space)
+    look = goal.last_look(snap)
+    assert look is not None, "a screening launch is worth the one hope before the plateau"
+    config, chance, before = look
+    assert config.changed == {"NCCL_PROTO": "LL"} and chance >= 0.05
+    assert before == "the plateau stop"
+    decision = next_launch.after_trial(snap, goal)
+    assert decision.stop is None
+    assert [(launch.role, _changed(launch)) for launch in decision.launches] == [
+        (attrs.CONFIRM, {"NCCL_PROTO": "LL"})
+    ]
+    assert "before the plateau stop" in (decision.launches[0].message or "")
+
+
+def test_a_screened_plateau_looks_four_times_at_most() -> None:
+    # Four confirmations past the patience (PLATEAU_LOOKS): the study stops, one hope or not.
+    space = _screened_space()
+    goal = goal_for(space.spec)
+    study = Study(space)
+    snap = _plateau_with_one_hope(space, study)
+    for changed in ({"compilation": 0}, {"NCCL_PROTO": "Simple"}, {"compilation": 3}):
+        study.launch(attrs.CONFIRM, [100.0, 100.1, 99.9], fidelity=attrs.SCREEN, **changed)
+        snap = study.snapshot(state=snap.state)
+        assert goal.last_look(snap) is not None
+    study.launch(attrs.CONFIRM, [99.7, 99.8, 99.6], fidelity=attrs.SCREEN, NCCL_PROTO="Simple",
+                 compilation=3)  # fmt: skip
+    snap = study.snapshot(state=snap.state)
+    assert PLATEAU_LOOKS == 4 and goal.last_look(snap) is None
+    decision = next_launch.after_trial(snap, goal)
+    assert decision.stop is not None and decision.stop.reason == attrs.PLATEAU
+
+
+def test_without_screening_the_plateau_stops_with_no_last_look() -> None:
+    # The same launches at full fidelity: one more would be a model load of --trials.
+    space = _space(stop={**SPACE["stop"], "patience": 5})
+    goal = goal_for(space.spec)
+    snap = _plateau_with_one_hope(space)
+    assert goal.last_look(snap) is None
+    decision = next_launch.after_trial(snap, goal)
+    assert decision.stop is not None and decision.stop.reason == attrs.PLATEAU
+
+
 def test_several_objectives_never_propose_simplify_nor_prune() -> None:
     several = _space(
         objectives=[
@@ -497,3 +631,34 @@ def test_defaults_trailing_a_best_within_noise_get_a_launch_before_they_are_kept
     (launch,) = decision.launches
     assert launch.role == attrs.CONFIRM and launch.params == _params(space)  # the defaults
     assert launch.message is not None and "[defaults] trails" in launch.message
+
+
+DRAFTS = {
+    "args": ["--speculative-config", '{"method": "ngram", "num_speculative_tokens": {value}}'],
+    "choices": ["default", 3],
+}
+
+
+def test_the_tiebreak_never_queues_a_launch_its_fidelity_has_no_room_for() -> None:
+    # The screened defaults (3 launches, 4% apart) trail a full-only best (speculative
+    # decoding, 2 launches) by 2.2%, within the noise, and the full loads left are the
+    # final comparison's: the best, the less measured, would get a launch that never runs
+    # (each decision queued it again, trial after trial); the defaults' screening launch can.
+    space = _space(
+        params={**SPACE["params"], "drafts": DRAFTS},
+        screening={"args": ["--load-format", "dummy"]},
+    )
+    study = Study(space)
+    study.launch(attrs.BASELINE, [98.0, 98.1, 97.9], fidelity=attrs.SCREEN)
+    study.launch(attrs.BASELINE, [102.0, 102.1, 101.9], fidelity=attrs.SCREEN)
+    study.launch(attrs.BASELINE, [100.0, 100.1, 99.9], fidelity=attrs.FULL)
+    study.launch(attrs.CONFIRM, [100.0, 100.1, 99.9], fidelity=attrs.SCREEN)
+    study.launch(attrs.SEARCH, [102.0, 102.1, 101.9], proposer=attrs.LOCAL, drafts=3,
+                 fidelity=attrs.FULL)  # fmt: skip
+    study.launch(attrs.CONFIRM, [102.4, 102.5, 102.3], drafts=3, fidelity=attrs.FULL)
+    snap = study.snapshot(budget=3 + 2 * space.spec.stop.final_launches)
+    rec = snap.facts.candidate()
+    assert rec is not None and rec.keep_defaults and rec.best != rec.recommended
+    assert not snap.has_room(_params(space, drafts=3))
+    launches = final_checks.tiebreak(snap)
+    assert [(launch.role, _changed(launch)) for launch in launches] == [(attrs.CONFIRM, {})]

@@ -166,6 +166,31 @@ def test_trials_counts_full_loads_and_screening_has_its_own_cap(tmp_path: Path) 
     assert len(runner.fidelities) > 3  # more launches than --trials: only full loads count
 
 
+def test_screening_max_launches_is_a_cap_even_for_a_confirmation(tmp_path: Path) -> None:
+    # Three real gains: the search's last screening launch often looks better than the best,
+    # and its confirmation would be one launch past the cap (8 of 48 such studies before, 3
+    # of these 6).
+    def speed(p: dict[str, Any]) -> float:
+        gains = (p["NCCL_PROTO"] == "LL", str(p["compilation"]) == "3", str(p["MIN"]) == "4")
+        return 100.0 * 1.04 ** gains[0] * 1.03 ** gains[1] * 1.02 ** gains[2]
+
+    over = []
+    for cap in (5, 7, 8):
+        for seed in (0, 2):
+            space = {
+                **SCREENED,
+                "screening": {**SCREENED["screening"], "max_launches": cap},
+                "stop": {**SCREENED["stop"], "patience": 30},
+            }
+            folder = tmp_path / f"{cap}-{seed}"
+            folder.mkdir()
+            _, runner, _ = _sweep(folder, speed, space=space, trials=12, seed=seed)
+            screened = sum(1 for f in runner.fidelities if f == "screen")
+            if screened > cap:
+                over.append((cap, seed, screened))
+    assert over == []
+
+
 def test_hours_stop_the_search_before_its_costs_would_pass_them(tmp_path: Path) -> None:
     space = {**SCREENED, "stop": {**SCREENED["stop"], "patience": 30}}
     # full: 2000 s a launch, screening 260 s; 2.6 h leave room for 3 screening launches

@@ -112,6 +112,22 @@ class EffectModel:
                     row[column] = 1.0
         return row
 
+    def chances_of_gain(
+        self,
+        draws: np.ndarray,
+        configs: Sequence[Mapping[str, Scalar]],
+        against: Mapping[str, Scalar],
+        min_gain: float,
+    ) -> np.ndarray:
+        """Per configuration of ``configs``, the share of posterior ``draws`` in which its
+        effects add up to more than ``min_gain`` over ``against``'s (empty for none)."""
+        if not configs:
+            return np.zeros(0)
+        rows = np.array([self.features(c) for c in configs])
+        gains = (rows - self.features(against)) @ draws.T
+        chances: np.ndarray = (gains > math.log1p(min_gain)).mean(axis=1)
+        return chances
+
     def observe(self, observations: Sequence[Observation]) -> None:
         """Add launches; each weighs by the inverse variance of its log value."""
         for obs in observations:

@@ -10,8 +10,6 @@ in, configurations out (tuner/study/policy/single_goal.py turns them into launch
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tuner import stats
@@ -104,9 +102,9 @@ def model_backed(
     model = EffectModel(spec)
     model.observe(facts.observations())
     draws = model.draws(rng)
-    center = model.features(reference.params)
-    rows = np.array([model.features(c.params) for c in unconfirmed])
-    chance = (((rows - center) @ draws.T) > math.log1p(stop.min_gain)).mean(axis=1)
+    chance = model.chances_of_gain(
+        draws, [c.params for c in unconfirmed], reference.params, stop.min_gain
+    )
     best = int(np.argmax(chance))
     confidence = min(SCREEN_CONFIDENCE, stop.confidence)
     return unconfirmed[best] if chance[best] >= confidence else None

@@ -106,11 +106,15 @@ def tiebreak(snap: Snapshot) -> list[Launch]:
         return []
     best, rival = facts.configs[rec.best], facts.configs[rival_key]
     gap = facts.compare(best, rival).gain
-    if gap <= stop.min_gain or not snap.has_room(rival.params):
+    if gap <= stop.min_gain:
         return []
     for config in sorted((rival, best), key=lambda c: len(c.launches)):
         first = stop.baseline_launches if config.is_baseline else 1
-        if len(config.launches) - first < stop.confirmation_cap:
+        # Room for the launch made, at its own fidelity: with screening the rival may be
+        # screened and the best full (a setting screening cannot judge), and a check
+        # queued past the final comparison's reserve is never launched (the next
+        # decision queued it again, trial after trial).
+        if len(config.launches) - first < stop.confirmation_cap and snap.has_room(config.params):
             message = (
                 f"launching trial {config.trials[0]} again: {facts.describe(rival)} "
                 f"trails {facts.describe(best)} by {gap:.1%}, not yet significantly"

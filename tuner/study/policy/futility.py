@@ -3,7 +3,7 @@
 The plateau rule waits ``stop.patience`` search trials without a significant gain. Often
 the model of the settings' effects (tuner/study/effects/model.py) knows sooner:
 once every value has been launched and cleared, no change to the incumbent is likely to
-beat it by ``min_gain``. ``chance_of_gain`` puts a number on that: for every untried
+beat it by ``min_gain``. ``chances_of_gain`` puts a number on that: for every untried
 neighbour of the incumbent (``neighbours``, the neighbourhood proposals come
 from: up to ``max_changes`` changes, a working setting changed alone, constraints kept)
 the share of posterior draws in which its effects add up to more than ``min_gain``, and
@@ -18,7 +18,6 @@ rule, docs/statistics.md its measurement.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -39,7 +38,7 @@ been masked by a loser launched with it, which the plateau's remaining trials wo
 have found; at 5 none was lost, and a study still saves up to patience - 5 launches."""
 
 
-def chance_of_gain(
+def chances_of_gain(
     spec: SpaceSpec,
     observations: Sequence[Observation],
     incumbent: Mapping[str, Scalar],
@@ -49,10 +48,13 @@ def chance_of_gain(
     min_gain: float,
     max_changes: int,
     frozen: frozenset[str] = frozenset(),
-) -> float:
+    launched: Sequence[Mapping[str, Scalar]] = (),
+) -> tuple[float, list[float]]:
     """The largest posterior probability, over the untried neighbours of ``incumbent``
     (``neighbours``; ``exclude`` holds the configuration hashes already launched or
-    queued), that one beats it by more than ``min_gain``; 0.0 when none is left.
+    queued), that one beats it by more than ``min_gain`` (0.0 when none is left); and,
+    from the same draws, each ``launched`` configuration's (the last look:
+    tuner/study/policy/single_goal.py).
 
     ``frozen`` params (the probe found they cannot help) are not changed, as in the search.
     """
@@ -65,8 +67,6 @@ def chance_of_gain(
         for c in neighbours(spec, incumbent, max_changes, working, rng=rng, frozen=frozen)
         if settings_from_params(spec, c).config_hash not in exclude
     ]
-    if not candidates:
-        return 0.0
-    rows = np.array([model.features(c) for c in candidates])
-    gains = (rows - model.features(incumbent)) @ draws.T
-    return float((gains > math.log1p(min_gain)).mean(axis=1).max())
+    untried = model.chances_of_gain(draws, candidates, incumbent, min_gain)
+    chances = model.chances_of_gain(draws, launched, incumbent, min_gain)
+    return float(untried.max(initial=0.0)), [float(x) for x in chances]

@@ -77,8 +77,8 @@ def propose(
     draws = model.draws(rng)
     stack = stacking.stacked(spec, model, draws, incumbent, min_gain=min_gain, frozen=frozen)
     if stack is not None and settings_from_params(spec, stack).config_hash not in exclude:
-        gain = (model.features(stack) - model.features(incumbent)) @ draws.T
-        if float((gain > math.log1p(min_gain)).mean()) >= stacking.STACK_CHANCE:
+        chance = model.chances_of_gain(draws, [stack], incumbent, min_gain)[0]
+        if chance >= stacking.STACK_CHANCE:
             return stack  # before any untried value: what the launches so far add up to
     working = working_params(model, draws, incumbent, min_gain)
     tried = model.times_tried()

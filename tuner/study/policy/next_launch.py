@@ -12,7 +12,9 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    done, the stop it ran before is recorded;
 3. the cost plan, once, after the baseline launches (said and recorded);
 4. the goal tracks the finished trial: a significant gain resets the patience;
-5. **confirmations**: what looks better than the incumbent, launched again;
+5. **confirmations**: what looks better than the incumbent, launched again (and, when the
+   futility check rules out every untried change, or a screened study's plateau is due,
+   the last look: the configuration launched once that the model still gives a chance);
 6. the study's stop rules, in order (tuner/study/policy/stops.py): budget (--trials full
    loads; with screening, ``screening.max_launches`` screening launches), hours (--hours),
    every launch failed, the probe froze every param, an exhausted grid, a plateau, the futility

@@ -136,7 +136,8 @@ class Snapshot:
         screening_spec = self.spec.screening
         if screening.fidelity(self.spec, attrs.CONFIRM, params) == attrs.SCREEN:
             assert screening_spec is not None
-            return self.screen_launched + copies <= screening_spec.max_launches
+            # Queued and running ones count: the cap is on what the study gives away.
+            return self.committed_of(True) + copies <= screening_spec.max_launches
         # The final comparison's full launches are never a check's: the answer needs them.
         return self.full_launched + copies + self.final_reserve <= self.budget
 
@@ -186,11 +187,23 @@ class Snapshot:
         last_gain = self.state.last_gain_trial
         if last_gain is None:
             return 0
-        return sum(
-            1
-            for t in self.trials
-            if t.number > last_gain and t.launched and t.role == attrs.SEARCH and t.finished
-        )
+        return sum(1 for t in self.trials if t.number > last_gain and _searched(t))
+
+    def confirmations_past_patience(self) -> int:
+        """Confirmation launches since the search trial that used up the patience
+        (``SpaceSpec.search_patience``), queued ones included."""
+        last_gain = self.state.last_gain_trial
+        if last_gain is None:
+            return 0
+        searched = looks = 0
+        for trial in sorted(self.trials, key=lambda t: t.number):
+            if trial.number <= last_gain:
+                continue
+            if trial.role == attrs.CONFIRM and searched >= self.spec.search_patience:
+                looks += 1
+            elif _searched(trial):
+                searched += 1
+        return looks
 
     # --- the space as the search walks it ------------------------------------------------------
 
@@ -213,3 +226,8 @@ class Snapshot:
             return np.random.default_rng()
         n = len(self.trials)
         return np.random.default_rng([self.seed, n, stream] if stream else [self.seed, n])
+
+
+def _searched(trial: TrialView) -> bool:
+    """A search trial launched and finished: what the patience counts."""
+    return trial.launched and trial.role == attrs.SEARCH and trial.finished
