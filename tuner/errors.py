@@ -7,6 +7,7 @@ ConfigError exits 2 and NoAnswerError 3 instead (tuner/exit_codes.py).
     TunerError
     ├── ConfigError      a space file or an option is wrong (names the file, key and fix)
     ├── LaunchError      the server did not start, died, or could not be stopped cleanly
+    │   └── PortTakenError   its port was taken (another process bound it first)
     ├── BenchmarkError   the benchmark could not measure (no model, every request failed)
     ├── StoreError       the study database cannot be opened or written
     └── NoAnswerError    the study has no answer yet: no completed trial (exit 3)
@@ -46,6 +47,12 @@ class LaunchError(TunerError):
         self.reason = reason
         self.exit_code = exit_code
         self.log_tail = log_tail
+
+
+class PortTakenError(LaunchError):
+    """The server's port was taken: something else listened on it before the server
+    bound it. The configuration is not at fault; with ``server.port: auto`` the runner
+    launches it again on another port (tuner/trial/runner.py)."""
 
 
 class BenchmarkError(TunerError):

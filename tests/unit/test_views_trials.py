@@ -100,6 +100,28 @@ def test_show_prints_the_command_env_and_levels_of_one_launch(tmp_path: Path) ->
     ]  # fmt: skip
 
 
+def test_show_names_an_earlier_launch_whose_port_was_taken(tmp_path: Path) -> None:
+    # The runner launches a trial again when its port was taken (tuner/trial/runner.py):
+    # the trial's last launch is shown, and the failed one before it named.
+    storage = hand_study(tmp_path, STUDY)
+    store = Store(storage)
+    first = store.launch_for_trial("hand", 1)
+    assert first is not None
+    taken = "server exited with code 1 before it was healthy: [Errno 98] address already in use"
+    store.update_launch(first.id, status="failed", reason=taken, port=41001)
+    again = store.add_launch(
+        study="hand", trial_number=1, role=first.role, config_hash=first.config_hash,
+        params=first.params, env=first.env, argv=first.argv, port=41002, status="complete",
+    )  # fmt: skip
+    detail = trial_detail(storage, "hand", 1)
+    assert detail.launch.id == again and [r.id for r in detail.earlier] == [first.id]
+    console = Console(record=True, width=300)
+    print_trial(storage, "hand", 1, console)
+    text = console.export_text()
+    assert "Trial 1 (search) status complete" in text
+    assert f"an earlier launch of this trial on port 41001: failed: {taken}" in text
+
+
 def test_show_of_a_trial_that_never_launched_says_so(tmp_path: Path) -> None:
     storage = hand_study(tmp_path, STUDY)
     with pytest.raises(StoreError, match="trial 2 of 'hand' never launched a server"):

@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, hand_study
+from tuner.errors import LaunchError, PortTakenError
 from tuner.launcher.load_phases import NEEDLES, LoadPhases, load_phases
 from tuner.launcher.logfile import LogFollower, matching_lines, read_tail
 from tuner.launcher.progress import MAX_LINE, LoadProgress, split_lines
@@ -318,6 +319,17 @@ def test_the_server_process_builds_its_error_with_that_reason(tmp_path: Path) ->
     killed = early_exit_reason(-9, read_tail(log, REASON_TAIL_LINES))
     assert killed.startswith("server was killed by SIGKILL before it was healthy (out of host")
     assert killed.endswith(": RuntimeError: CUDA error: out of memory")
+
+
+@pytest.mark.parametrize("log", FAILED, ids=lambda log: log.name)
+def test_only_a_port_in_use_is_the_hosts_doing(log: Log, tmp_path: Path) -> None:
+    # A taken port is retried on another one (tuner/trial/runner.py); every other failure is
+    # the settings' and counts against them.
+    path = server_log(log.name, tmp_path)
+    error = ServerProcess(LaunchSpec(argv=["vllm", "serve"], port=8000, log_path=path))
+    made = error._early_exit_error(1)
+    assert isinstance(made, LaunchError)
+    assert isinstance(made, PortTakenError) == ("port_in_use" in log.name)
 
 
 def test_the_nccl_version_is_read_from_vllms_line() -> None:

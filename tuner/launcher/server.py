@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shlex
 import signal
 import socket
@@ -29,7 +30,7 @@ from typing import BinaryIO
 import httpx
 import psutil
 
-from tuner.errors import LaunchError
+from tuner.errors import LaunchError, PortTakenError
 from tuner.launcher import registry
 from tuner.launcher.gpu_hygiene import memory_snapshot
 from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
@@ -135,7 +136,7 @@ class ServerProcess:
             spec = self.spec
             if port_in_use(spec.host, spec.port):
                 holders = ", ".join(describe(pid) for pid in port_listeners(spec.port))
-                raise LaunchError(
+                raise PortTakenError(
                     f"port {spec.port} on {spec.host} is already in use"
                     + (f" by {holders}" if holders else "")
                     + ": stop that server or use port: auto"
@@ -328,8 +329,12 @@ class ServerProcess:
     def _early_exit_error(self, code: int) -> LaunchError:
         # vLLM's root cause (the worker's ValueError) can be 150 lines above the end, under
         # the tracebacks of the processes that wrap it: look further back for the reason.
-        reason = early_exit_reason(code, self.log_tail(REASON_TAIL_LINES))
-        return LaunchError(reason, exit_code=code, log_tail=self.log_tail())
+        tail = self.log_tail(REASON_TAIL_LINES)
+        reason = early_exit_reason(code, tail)
+        # A port taken between the runner's pick and the server's bind (another server or
+        # a client's ephemeral port on this host): the host's doing, not the settings'.
+        error = PortTakenError if _PORT_TAKEN.search(_without_tuner_lines(tail)) else LaunchError
+        return error(reason, exit_code=code, log_tail=self.log_tail())
 
     def _warn_if_port_not_ours(self) -> None:
         # Best effort: a stranger on the port would be benchmarked instead of our
@@ -447,6 +452,7 @@ def early_exit_reason(code: int, log_tail: str) -> str:
     return f"{reason}: {line}" if line else reason
 
 
+_PORT_TAKEN = re.compile(r"address already in use|\bEADDRINUSE\b|\[Errno 98\]", re.IGNORECASE)
 _OWN_LINES = ("# tuner:", "# argv:", "# env set:", "# env unset:")
 
 

@@ -148,13 +148,19 @@ class Store:
             return list(s.scalars(query))
 
     def launch_for_trial(self, study: str, trial_number: int) -> LaunchRow | None:
+        """The trial's last launch (the one that measured, after a retried taken port)."""
+        launches = self.launches_for_trial(study, trial_number)
+        return launches[-1] if launches else None
+
+    def launches_for_trial(self, study: str, trial_number: int) -> list[LaunchRow]:
+        """Every launch of one trial, oldest first: one, or more when its port was taken."""
         query = (
             select(LaunchRow)
             .where(LaunchRow.study == study, LaunchRow.trial_number == trial_number)
-            .order_by(LaunchRow.id.desc())
+            .order_by(LaunchRow.id)
         )
         with self.session() as s:
-            return s.scalars(query).first()
+            return list(s.scalars(query))
 
     def running_servers(self, study: str | None = None) -> list[ServerIdentityRecord]:
         """Launches still marked running: after a crash of tuner, their servers may live on."""

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from tuner import bench, stats, telemetry
 from tuner.bench.records import LevelResult
 from tuner.bench.summary import LevelSummary, summarize
-from tuner.errors import BenchmarkError, LaunchError, Terminated
+from tuner.errors import BenchmarkError, LaunchError, PortTakenError, Terminated
 from tuner.events import SweepObserver
 from tuner.launcher import (
     LaunchSpec,
@@ -46,6 +46,10 @@ from tuner.trial.monitor import LaunchMonitor, plain_dict
 
 HEADLINE_METRICS = ("output_throughput", "ttft_ms_p50", "tpot_ms_p50", "itl_ms_p99", "e2el_ms_p99")
 """Metrics of the objective's level a launch reports (the sweep copies them onto the trial)."""
+
+PORT_ATTEMPTS = 3
+"""Launches of one trial whose port was taken before its server bound it, at most (the
+race of ``server.port: auto``: a free port is picked, then bound seconds later)."""
 
 PruneCheck = Callable[[Sequence[float]], "str | None"]
 """Given the objective of each round so far, a reason to stop benchmarking, or None."""
@@ -132,7 +136,45 @@ class TrialRunner:
         Whatever happens (Ctrl-C, SIGTERM and a second one during the stop included), the
         server is stopped and the launch row is left with a final status and reason
         before this returns or raises.
+
+        With ``server.port: auto``, a launch whose port was taken before the server bound
+        it (PortTakenError: another server or a client on this host got there first) is
+        made again on another port, up to PORT_ATTEMPTS launches; a failed one that had
+        started keeps its row. The settings are not at fault, and a failed launch would
+        count against them.
         """
+        auto = self.spec.server.port == "auto"
+        attempts = PORT_ATTEMPTS if auto else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._launch(
+                    trial_id=trial_id,
+                    trial_number=trial_number,
+                    role=role,
+                    settings=settings,
+                    prune_check=prune_check,
+                    fidelity=fidelity,
+                )
+            except PortTakenError as exc:
+                if attempt == attempts:
+                    raise
+                self.observer.message(
+                    f"trial {trial_number}: {exc.reason}; launching it again on another port "
+                    f"(launch {attempt + 1} of at most {attempts})"
+                )
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _launch(
+        self,
+        *,
+        trial_id: int | None,
+        trial_number: int,
+        role: str,
+        settings: Settings,
+        prune_check: PruneCheck | None,
+        fidelity: str,
+    ) -> LaunchOutcome:
+        """One launch of ``run``: a port, the server, its row, the benchmark, the stop."""
         server = self.spec.server
         port = free_port(server.host) if server.port == "auto" else int(server.port)
         trial_dir = self.options.runs_dir / self.space.study_name / f"trial-{trial_number:04d}"

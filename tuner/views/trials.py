@@ -147,21 +147,25 @@ class TrialDetail:
     levels: tuple[LevelRow, ...]
     inventory: Mapping[str, Any] | None
     """The study's stored Inventory.to_dict(), if one was taken."""
+    earlier: tuple[LaunchRow, ...] = ()
+    """The trial's launches before ``launch``: failed ones whose port was taken."""
 
 
 def trial_detail(storage: str, study: str, number: int) -> TrialDetail:
     """The launch of trial ``number``; StoreError when that trial never launched a server."""
     opened = open_study(storage, study)
-    launch = opened.store.launch_for_trial(study, number)
-    if launch is None:
+    launches = opened.store.launches_for_trial(study, number)
+    if not launches:
         raise StoreError(
             f"trial {number} of {study!r} never launched a server (see `tuner trials`)"
         )
+    launch = launches[-1]
     row = opened.store.study(study)
     return TrialDetail(
         launch=launch,
         levels=tuple(opened.store.levels(launch.id)),
         inventory=row.inventory if row else None,
+        earlier=tuple(launches[:-1]),
     )
 
 
@@ -195,6 +199,12 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
     )
     if launch.unset_env:
         console.print(f"unset: {' '.join(launch.unset_env)}", highlight=False)
+    for before in detail.earlier:
+        console.print(
+            f"an earlier launch of this trial on port {before.port}: {before.status}"
+            + (f": {escape(before.reason)}" if before.reason else ""),
+            highlight=False,
+        )
     console.print(
         f"pid {launch.pid} on {launch.host}; healthy after "
         f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}"
