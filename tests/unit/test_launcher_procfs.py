@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
-from tests.processes import environ_with, main_thread_exited, parent_of_a_zombie, stat_of
+from tests.processes import (
+    environ_with,
+    main_thread_exited,
+    parent_of_a_zombie,
+    stat_of,
+    wait_until,
+)
 from tuner.launcher.procfs import (
     environ_has,
     is_alive,
@@ -47,13 +55,17 @@ def test_signal_only_the_same_process() -> None:
 
 def test_lineage_and_environ() -> None:
     assert {os.getpid(), os.getppid()} <= own_lineage()
-    # /proc/PID/environ is the environment the process started with.
-    with open(f"/proc/{os.getpid()}/environ", "rb") as f:
-        first = f.read().split(b"\0")[0].decode()
-    name, _, value = first.partition("=")
-    assert environ_has(os.getpid(), name, value)
-    assert not environ_has(os.getpid(), name, value + "-other")
-    assert not environ_has(os.getpid(), name[:-1] or "x", value)
+    # /proc/PID/environ is the environment a process started with: a child's, given here
+    # (this process's may hold anything: a pytest-xdist worker's first entry is no KEY=VALUE).
+    env = environ_with("TUNER_TEST_ENV", "v1")
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env) as child:
+        try:
+            # Between fork and exec the child still has this process's environment.
+            wait_until(lambda: environ_has(child.pid, "TUNER_TEST_ENV", "v1"))
+            assert not environ_has(child.pid, "TUNER_TEST_ENV", "v1-other")
+            assert not environ_has(child.pid, "TUNER_TEST_EN", "v1")
+        finally:
+            child.kill()
 
 
 def test_a_zombie_is_not_running_and_is_named_so() -> None:
