@@ -97,6 +97,30 @@ def test_completions_levels_against_the_sim(sim: str) -> None:
     assert runs[0].result.records[0].prompt_tokens > 0  # from the server's usage
 
 
+def test_no_window_hits_the_prefix_cache_of_another(sim: str) -> None:
+    # Every round and level used to send the same prompts: from the second window on they
+    # all hit the prefix cache (on by default, in the sim as in vLLM), and measured a
+    # prefill that was never done.
+    model = discover_model(sim)
+    loads = [
+        LoadSpec(model=model, concurrency=c, requests=8, prompt_tokens=64, max_tokens=4, warmup=2)
+        for c in (1, 4)
+    ]
+    runs = measure_levels(sim, loads, rounds=2, show=False)
+    assert len(runs) == 4 and all(r.summary.errors == 0 for r in runs)
+    metrics = httpx.get(sim + "/metrics", timeout=5).text
+    queried = _counter(metrics, "vllm:prefix_cache_queries_total")
+    assert queried >= 4 * 8 * 64  # every prompt looked up
+    assert _counter(metrics, "vllm:prefix_cache_hits_total") == 0
+
+
+def _counter(metrics: str, name: str) -> float:
+    """A counter's value in a Prometheus text page."""
+    lines = [line for line in metrics.splitlines() if line.startswith(name)]
+    assert lines, f"{name} not in the page"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
 @pytest.mark.parametrize("sim", ["reasoning"], indirect=True)
 def test_chat_reasoning_and_content_counted_apart(sim: str) -> None:
     load = LoadSpec(

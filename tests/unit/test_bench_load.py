@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tuner.bench import LoadSpec, load_from_benchmark_spec
-from tuner.bench.load import split
+from tuner.bench.load import WINDOW_STRIDE, split, window_first_index
 from tuner.bench.prompts import BodyBuilder, load_prompts, synthetic_prompt
 from tuner.errors import ConfigError
 from tuner.space.spec import BenchmarkSpec
@@ -70,6 +70,27 @@ def test_split_among_workers_adds_up() -> None:
     assert sum(s.rate or 0 for s in shares) == pytest.approx(9.0)
     indexes = {s.index_start + k * s.index_step for s in shares for k in range(s.requests or 0)}
     assert indexes == set(range(25))  # every request index once
+
+
+def test_each_window_sends_its_own_prompts() -> None:
+    # Rounds and levels of one launch used to send the same indexes: from the second window
+    # on, every prompt was in the server's prefix cache.
+    def indexes(load: LoadSpec, workers: int) -> set[int]:
+        shares = split(load, workers)
+        return {s.index_start + k * s.index_step for s in shares for k in range(s.requests or 0)}
+
+    windows = [
+        LoadSpec(model="m", concurrency=8, requests=16, first_index=first)
+        for first in map(window_first_index, range(3))
+    ]
+    seen = [indexes(load, workers=3) for load in windows]
+    assert seen[0] == set(range(16))
+    assert not (seen[0] & seen[1]) and not (seen[1] & seen[2]) and not (seen[0] & seen[2])
+    assert seen[1] == {WINDOW_STRIDE + k for k in range(16)}  # the same window, the same prompts
+    with pytest.raises(ConfigError):
+        LoadSpec(model="m", first_index=-1)
+    with pytest.raises(ValueError):
+        window_first_index(-1)
 
 
 def test_no_more_workers_than_streams() -> None:

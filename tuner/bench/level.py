@@ -23,7 +23,7 @@ from tuner.bench.records import ClientLag, RequestRecord
 from tuner.errors import BenchmarkError
 
 _perf = time.perf_counter
-_WARMUP_INDEX = 1 << 40  # warmup prompts never repeat a measured prompt
+_WARMUP_INDEX = 1 << 40  # warmup prompts never repeat a measured one, nor an earlier window's
 _LAG_INTERVAL_S = 0.005
 _SEND_BUDGET_S = 0.001
 
@@ -149,7 +149,7 @@ async def warm_up(pool: Pool, builder: BodyBuilder, load: LoadSpec, live: LiveSt
     gate = asyncio.Semaphore(load.concurrency)
 
     async def one(k: int) -> Exchange:
-        body, _ = builder.body(_WARMUP_INDEX + k)
+        body, _ = builder.body(_WARMUP_INDEX + load.first_index + k)
         async with gate:
             return await pool.exchange(target.post(builder.path, body), load.timeout_s)
 

@@ -10,10 +10,11 @@ and passes a ``prune_check`` that looks at the rounds measured so far.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -324,6 +325,7 @@ class TrialRunner:
         # layouts of different sizes compare; the stored levels keep the whole server's.
         gpus = layout_of(process.spec.argv).gpus if spec.objective.per_gpu else 1
         searches: list[dict[str, Any]] = []
+        windows = itertools.count()  # each measured window's own prompts (window_first_index)
         try:
             monitor.start()
             for round_index in range(benchmark.rounds):
@@ -336,6 +338,7 @@ class TrialRunner:
                         round_index,
                         concurrency,
                         benchmark=benchmark,
+                        windows=windows,
                     )
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
@@ -351,6 +354,7 @@ class TrialRunner:
                         launch_id,
                         round_index,
                         benchmark=benchmark,
+                        windows=windows,
                     )
                     found = capacity_round.search_round(benchmark, measure)
                     self.observer.message(f"trial {trial_number}: {found.sentence()}")
@@ -393,6 +397,7 @@ class TrialRunner:
         requests: int | None = None,
         *,
         benchmark: BenchmarkSpec,
+        windows: Iterator[int],
     ) -> LevelSummary:
         """One level: measure, summarise, store with its telemetry; fail if nothing came back.
 
@@ -405,6 +410,7 @@ class TrialRunner:
             load = dataclasses.replace(load, requests=requests, warmup=0)
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
+        load = dataclasses.replace(load, first_index=bench.window_first_index(next(windows)))
         window = monitor.level()
         started = time.monotonic()
         result = bench.measure_level(base_url, load, round_index=round_index)
