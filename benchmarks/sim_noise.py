@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from tuner.bench import LoadSpec, measure_level, window_first_index  # noqa: E402
+from tuner.bench import LoadSpec, PromptCursor, measure_level  # noqa: E402
 from tuner.bench.summary import summarize  # noqa: E402
 from tuner.launcher.spec import free_port  # noqa: E402
 from tuner.stats import between_launch_variance, launch_estimate  # noqa: E402
@@ -69,9 +69,9 @@ def one_launch(sim_args: list[str], load: LoadSpec, rounds: int) -> list[float]:
     try:
         wait_healthy(base_url, proc)
         values = []
+        prompts = PromptCursor()  # each round its own prompts, as a study's
         for index in range(rounds):
-            # Each round its own prompts, as a study's: a repeat hits the prefix cache.
-            window = load.with_(first_index=window_first_index(index))
+            window = prompts.take(load)
             summary = summarize(measure_level(base_url, window, round_index=index))
             values.append(summary.output_throughput)
         return values

@@ -11,7 +11,6 @@ beside a study's trials.
 
 from __future__ import annotations
 
-import itertools
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Literal
 
 from rich.console import Console
 
-from tuner.bench import LevelResult, LoadSpec, discover_model, measure_level, window_first_index
+from tuner.bench import LevelResult, LoadSpec, PromptCursor, discover_model, measure_level
 from tuner.bench.capacity import CapacityResult, find_capacity
 from tuner.bench.summary import LevelSummary, parse_goodput, summarize
 from tuner.space.limits import MetricLimit
@@ -53,12 +52,11 @@ def measure_levels(
     view = BenchView(console, enabled=show)
     runs: list[LevelRun] = []
     with view:
+        prompts = PromptCursor()  # each window its own: a repeat hits the prefix cache
         for round_index in range(rounds):
-            for level, load in enumerate(loads):
+            for load in loads:
                 live = view.start(load, round_index)
-                # Each window its own prompts: a repeat would hit the server's prefix cache.
-                first = window_first_index(round_index * len(loads) + level)
-                window = load.with_(first_index=load.first_index + first)
+                window = prompts.take(load)
                 result = measure_level(base_url, window, round_index=round_index, live=live)
                 summary = summarize(result, goodput=goodput, max_error_rate=max_error_rate)
                 view.finish(summary)
@@ -144,12 +142,12 @@ def run_capacity(
     runs: list[LevelRun] = []
     view = BenchView(console, enabled=show)
 
-    windows = itertools.count()
+    prompts = PromptCursor()
 
     def measure(concurrency: int) -> LevelSummary:
         requests = max(options.requests, capacity.requests_per_stream * concurrency)
         load = _load(options, model, concurrency, requests)
-        load = load.with_(first_index=window_first_index(next(windows)))
+        load = prompts.take(load)
         live = view.start(load, 0)
         result = measure_level(url, load, live=live)
         summary = summarize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tuner.bench import LoadSpec, load_from_benchmark_spec
-from tuner.bench.load import WINDOW_STRIDE, split, window_first_index
+from tuner.bench.load import DURATION_STRIDE, PromptCursor, split
 from tuner.bench.prompts import BodyBuilder, load_prompts, synthetic_prompt
 from tuner.errors import ConfigError
 from tuner.space.spec import BenchmarkSpec
@@ -75,22 +75,40 @@ def test_split_among_workers_adds_up() -> None:
 def test_each_window_sends_its_own_prompts() -> None:
     # Rounds and levels of one launch used to send the same indexes: from the second window
     # on, every prompt was in the server's prefix cache.
-    def indexes(load: LoadSpec, workers: int) -> set[int]:
-        shares = split(load, workers)
+    def indexes(load: LoadSpec) -> set[int]:
+        shares = split(load, 3)
         return {s.index_start + k * s.index_step for s in shares for k in range(s.requests or 0)}
 
-    windows = [
-        LoadSpec(model="m", concurrency=8, requests=16, first_index=first)
-        for first in map(window_first_index, range(3))
-    ]
-    seen = [indexes(load, workers=3) for load in windows]
-    assert seen[0] == set(range(16))
-    assert not (seen[0] & seen[1]) and not (seen[1] & seen[2]) and not (seen[0] & seen[2])
-    assert seen[1] == {WINDOW_STRIDE + k for k in range(16)}  # the same window, the same prompts
+    cursor = PromptCursor()
+    counted = [LoadSpec(model="m", concurrency=8, requests=n) for n in (16, 4)]
+    seen = [indexes(cursor.take(load)) for load in (*counted, *counted)]
+    assert seen == [set(range(16)), set(range(16, 20)), set(range(20, 36)), set(range(36, 40))]
+    # A duration has no count: the next window starts far past it.
+    timed = cursor.take(LoadSpec(model="m", duration_s=5.0))
+    assert timed.first_index == 40
+    assert cursor.take(counted[0]).first_index == 40 + DURATION_STRIDE
+    # Another launch's cursor: the same windows, the same prompts.
+    again = PromptCursor()
+    assert [again.take(load).first_index for load in counted] == [0, 16]
     with pytest.raises(ConfigError):
         LoadSpec(model="m", first_index=-1)
-    with pytest.raises(ValueError):
-        window_first_index(-1)
+
+
+def test_a_prompts_file_is_read_on_across_windows(tmp_path: Path) -> None:
+    # A file of 1024 prompts: windows read on through it, not from its first line again.
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps({"prompt": f"p{i}"}) + "\n" for i in range(1024)))
+    builder = BodyBuilder(
+        api="completions", model="m", prompt_tokens=4, max_tokens=4, ignore_eos=True, seed=0,
+        prompts=load_prompts(path),
+    )  # fmt: skip
+    cursor = PromptCursor()
+    sent = []
+    for _ in range(4):
+        load = cursor.take(LoadSpec(model="m", concurrency=4, requests=256))
+        sent += [builder.prompt(s.index_start + k * s.index_step).prompt
+                 for s in split(load, 1) for k in range(s.requests or 0)]  # fmt: skip
+    assert len(set(sent)) == 1024
 
 
 def test_no_more_workers_than_streams() -> None:

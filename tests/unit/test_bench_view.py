@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from tuner import bench_command
-from tuner.bench import LevelResult, LiveStats, LoadSpec, RequestRecord, window_first_index
+from tuner.bench import LevelResult, LiveStats, LoadSpec, RequestRecord
 from tuner.bench.summary import summarize
 from tuner.bench_command import measure_levels
 from tuner.views.bench import levels_table, print_warnings, progress_line
@@ -113,6 +113,6 @@ def test_measure_levels_measures_each_level_each_round(monkeypatch: pytest.Monke
     console = Console(file=io.StringIO(), force_terminal=True, width=200)
     runs = measure_levels("http://x", loads, rounds=2, console=console)
     assert calls == [(1, 0), (4, 0), (1, 1), (4, 1)]
-    assert firsts == [window_first_index(w) for w in range(4)]  # each window its own prompts
+    assert firsts == [0, 16, 32, 48]  # each window after the ones before: 16 requests each
     assert [r.summary.concurrency for r in runs] == [1, 4, 1, 4]
     assert runs[0].result.records and runs[0].load is loads[0]

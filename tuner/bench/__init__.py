@@ -10,7 +10,7 @@ process), ``workers`` (several), ``measure`` (the entry points and the client's 
 """
 
 from tuner.bench.level import LiveStats
-from tuner.bench.load import LoadSpec, load_from_benchmark_spec, window_first_index
+from tuner.bench.load import LoadSpec, PromptCursor, load_from_benchmark_spec
 from tuner.bench.measure import discover_model, measure_level, measure_level_async
 from tuner.bench.records import ClientLag, LevelResult, RequestRecord
 
@@ -19,10 +19,10 @@ __all__ = [
     "LevelResult",
     "LiveStats",
     "LoadSpec",
+    "PromptCursor",
     "RequestRecord",
     "discover_model",
     "load_from_benchmark_spec",
     "measure_level",
     "measure_level_async",
-    "window_first_index",
 ]

@@ -25,8 +25,8 @@ class LoadSpec:
     ``cpus`` pins the client to those cores for the level (worker ``i`` to the ``i``-th),
     so that nothing else crowds it; ``extra_body`` is merged into every request body.
     ``first_index`` is the prompt index of the level's first measured request: each
-    measured window of a launch takes its own (``window_first_index``), so that no
-    prompt is sent twice to one server and hits its prefix cache.
+    measured window of a launch starts past the ones before (``PromptCursor``), so that
+    no prompt is sent twice to one server and hits its prefix cache.
     """
 
     model: str
@@ -78,22 +78,30 @@ class LoadSpec:
         return replace(self, **changes)
 
 
-WINDOW_STRIDE = 1 << 24
-"""Prompt indexes between two measured windows' first requests: more than any level sends."""
+DURATION_STRIDE = 1 << 24
+"""Prompt indexes a window of a duration (no request count) is given: more than any sends."""
 
 
-def window_first_index(window: int) -> int:
-    """The first prompt index of a launch's ``window``-th measured window (0, 1, ...).
+class PromptCursor:
+    """Where a launch's next measured window starts in the prompt sequence: after every
+    earlier window's prompts, so that one server is never sent a prompt twice.
 
-    Rounds and levels used to start at index 0 alike: from the second on, every prompt had
-    been sent before and hit the prefix cache (on by default in vLLM), so later rounds
-    measured a prefill they did not do (the sim at 256 streams of 16-token prompts: the
-    first round 7% slower than the next, every launch). The same window of any launch gets
-    the same prompts, so configurations still compare on one workload.
+    Rounds and levels used to start at index 0 alike: from the second window on, every
+    prompt had been sent before and hit the prefix cache (on by default in vLLM), so it
+    measured a prefill that never ran (the sim at 256 streams of 16-token prompts: the
+    first round 7-12% slower than the next, every launch). Windows taken in the same order
+    get the same prompts in every launch, so configurations compare on one workload; a
+    ``prompts_file`` is read on through its lines, and repeats only once it wraps.
     """
-    if window < 0:
-        raise ValueError("window must be at least 0")
-    return window * WINDOW_STRIDE
+
+    def __init__(self) -> None:
+        self.next_index = 0
+
+    def take(self, load: LoadSpec) -> LoadSpec:
+        """``load`` from the next unsent prompt on; the cursor moves past its requests."""
+        window = load.with_(first_index=self.next_index)
+        self.next_index += load.requests if load.requests is not None else DURATION_STRIDE
+        return window
 
 
 def load_from_benchmark_spec(spec: BenchmarkSpec, concurrency: int, model: str) -> LoadSpec:

@@ -10,11 +10,10 @@ and passes a ``prune_check`` that looks at the rounds measured so far.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -325,7 +324,7 @@ class TrialRunner:
         # layouts of different sizes compare; the stored levels keep the whole server's.
         gpus = layout_of(process.spec.argv).gpus if spec.objective.per_gpu else 1
         searches: list[dict[str, Any]] = []
-        windows = itertools.count()  # each measured window's own prompts (window_first_index)
+        prompts = bench.PromptCursor()  # each measured window its own prompts
         try:
             monitor.start()
             for round_index in range(benchmark.rounds):
@@ -338,7 +337,7 @@ class TrialRunner:
                         round_index,
                         concurrency,
                         benchmark=benchmark,
-                        windows=windows,
+                        prompts=prompts,
                     )
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
@@ -354,7 +353,7 @@ class TrialRunner:
                         launch_id,
                         round_index,
                         benchmark=benchmark,
-                        windows=windows,
+                        prompts=prompts,
                     )
                     found = capacity_round.search_round(benchmark, measure)
                     self.observer.message(f"trial {trial_number}: {found.sentence()}")
@@ -397,7 +396,7 @@ class TrialRunner:
         requests: int | None = None,
         *,
         benchmark: BenchmarkSpec,
-        windows: Iterator[int],
+        prompts: bench.PromptCursor,
     ) -> LevelSummary:
         """One level: measure, summarise, store with its telemetry; fail if nothing came back.
 
@@ -410,7 +409,7 @@ class TrialRunner:
             load = dataclasses.replace(load, requests=requests, warmup=0)
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
-        load = dataclasses.replace(load, first_index=bench.window_first_index(next(windows)))
+        load = prompts.take(load)
         window = monitor.level()
         started = time.monotonic()
         result = bench.measure_level(base_url, load, round_index=round_index)
