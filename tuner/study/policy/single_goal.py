@@ -354,7 +354,4 @@ class SingleGoal:
 def _screened_plateau(snap: Snapshot) -> bool:
     """The plateau stop is due in a study with screening (where the last look costs a
     screening launch, minutes, not a model load)."""
-    return (
-        snap.spec.screening is not None
-        and snap.search_trials_since_gain() >= snap.spec.search_patience
-    )
+    return snap.spec.screening is not None and snap.patience_used_up()

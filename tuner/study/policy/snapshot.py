@@ -189,6 +189,11 @@ class Snapshot:
             return 0
         return sum(1 for t in self.trials if t.number > last_gain and _searched(t))
 
+    def patience_used_up(self) -> bool:
+        """``SpaceSpec.search_patience`` search trials have run without a significant gain
+        (the plateau stop's condition, and the last look's before it)."""
+        return self.search_trials_since_gain() >= self.spec.search_patience
+
     def confirmations_past_patience(self) -> int:
         """Confirmation launches since the search trial that used up the patience
         (``SpaceSpec.search_patience``), queued ones included."""

@@ -135,7 +135,7 @@ def plateau(snap: Snapshot, goal: Goal) -> Stop | None:
     """``stop.patience`` search trials without a significant gain (``screening.patience``
     with screening: ``SpaceSpec.search_patience``) (while no check is
     pending: a confirmation may still reset the patience)."""
-    if snap.checks_pending or snap.search_trials_since_gain() < snap.spec.search_patience:
+    if snap.checks_pending or not snap.patience_used_up():
         return None
     return Stop(attrs.PLATEAU, goal.plateau_detail(snap))
 
