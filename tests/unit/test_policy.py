@@ -359,11 +359,8 @@ def test_checks_and_confirmations_never_eat_the_final_comparisons_launches() -> 
     assert [launch.role for launch in decision.launches] == [attrs.FINAL] * 4
 
 
-def test_a_gain_small_against_the_noise_gets_more_final_launches() -> None:
-    # Restarts move the defaults by about 3%; the search saw +5%: 2 launches a side
-    # would seldom confirm that at 99%, so the comparison takes up to 4 (C B B C C B B C).
-    space = _space()
-    study = Study(space)
+def _small_gain_at_plateau(study: Study) -> tuple[str | None, StudyState]:
+    """Restarts move the defaults by about 3%; the search saw +5% and the plateau came."""
     study.launch(attrs.BASELINE, [100.0, 100.1, 99.9])
     study.launch(attrs.BASELINE, [103.0, 103.1, 102.9])
     study.launch(attrs.SEARCH, [106.5, 106.6, 106.4], proposer=attrs.LOCAL, NCCL_PROTO="LL")
@@ -371,16 +368,86 @@ def test_a_gain_small_against_the_noise_gets_more_final_launches() -> None:
     best = study.trials[-1].config
     for value in (0, 3, 0):  # patience 3 used up without a gain: the plateau
         study.launch(attrs.SEARCH, [101.0, 101.1, 100.9], proposer=attrs.LOCAL, compilation=value)
-    state = StudyState(incumbent=best, last_gain_trial=3, simplified=(best,))
-    decision = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
-    sides = [launch.config == best for launch in decision.launches]
-    assert all(launch.role == attrs.FINAL for launch in decision.launches)
-    assert len(sides) > 4
-    assert sides == [True, False, False, True, True, False, False, True][: len(sides)]
-    # With room for only the fewest (2 a side), it takes those: the reserve's promise.
-    tight = study.snapshot(state=state, budget=len(study.rows) + 5)
-    decision = next_launch.after_trial(tight, goal_for(space.spec))
-    assert [launch.role for launch in decision.launches] == [attrs.FINAL] * 4
+    return best, StudyState(incumbent=best, last_gain_trial=3, simplified=(best,))
+
+
+def _final(study: Study, candidate: bool, value: float) -> None:
+    changed: dict[str, Scalar] = {"NCCL_PROTO": "LL"} if candidate else {}
+    study.launch(attrs.FINAL, [value, value * 1.001, value * 0.999], **changed)
+
+
+def test_a_first_look_that_holds_the_bar_takes_a_second_look_then_the_stop() -> None:
+    space = _space()
+    study = Study(space)
+    best, state = _small_gain_at_plateau(study)
+    first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert [launch.config == best for launch in first.launches] == [True, False, False, True]
+    assert first.state is not None and first.state.final_trigger is not None
+    state = first.state
+    for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
+        _final(study, candidate, value)
+    snap = study.snapshot(state=state)
+    (verdict,) = snap.facts.final_comparisons()
+    assert verdict.looks == 2 and verdict.gain.confidence == 0.995  # each look at half of 1%
+    assert verdict.straddles  # +3.4%, its interval holds the 1% bar
+    second = next_launch.after_trial(snap, goal_for(space.spec))
+    assert second.stop is None
+    # Up to final_launches_max (4) a side, the interleaving continued: C B B C C B B C.
+    assert [launch.config == best for launch in second.launches] == [True, False, False, True]
+    assert [launch.claim for launch in second.launches] == [
+        (attrs.FINAL, f"{best}:{slot}") for slot in range(4, 8)
+    ]
+    assert second.launches[0].message is not None and "second look" in second.launches[0].message
+    for candidate, value in ((True, 106.0), (False, 102.0), (False, 102.5), (True, 105.5)):
+        _final(study, candidate, value)
+    snap = study.snapshot(state=state)
+    (verdict,) = snap.facts.final_comparisons()
+    assert (verdict.candidate_launches, verdict.baseline_launches) == (4, 4)
+    done = next_launch.after_trial(snap, goal_for(space.spec))  # no third look: the stop
+    assert done.launches == () and done.stop is not None and done.stop.reason == attrs.PLATEAU
+
+
+def test_no_second_look_when_the_first_refutes_or_the_budget_cannot_hold_it() -> None:
+    space = _space()
+    study = Study(space)
+    best, state = _small_gain_at_plateau(study)
+    first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert first.state is not None
+    state = first.state
+    for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
+        _final(study, candidate, value)
+    # Three full launches left: the second look takes 4 or none (never a lopsided one).
+    tight = study.snapshot(state=state, budget=len(study.rows) + 3)
+    done = next_launch.after_trial(tight, goal_for(space.spec))
+    assert done.launches == () and done.stop is not None
+    # A first look whose interval lies below the bar is the answer: keep the defaults.
+    refuted = Study(space)
+    _small_gain_at_plateau(refuted)
+    for _ in range(12):  # quiet repeats: the measured noise is well known and small
+        refuted.launch(attrs.CONFIRM, [101.0, 101.1, 100.9], compilation=0)
+    for candidate, value in ((True, 92.0), (False, 103.0), (False, 102.8), (True, 92.1)):
+        _final(refuted, candidate, value)
+    snap = refuted.snapshot(state=state)
+    (verdict,) = snap.facts.final_comparisons()
+    assert verdict.upper < verdict.bar
+    done = next_launch.after_trial(snap, goal_for(space.spec))
+    assert done.launches == () and done.stop is not None
+
+
+def test_one_look_at_the_whole_error_rate_when_no_second_look_is_allowed() -> None:
+    space = _space(stop={**SPACE["stop"], "final_launches_max": 2})
+    assert space.spec.final_looks == 1
+    study = Study(space)
+    _, state = _small_gain_at_plateau(study)
+    first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert first.state is not None
+    for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
+        _final(study, candidate, value)
+    snap = study.snapshot(state=first.state)
+    (verdict,) = snap.facts.final_comparisons()
+    assert verdict.looks == 1 and verdict.gain.confidence == 0.99
+    done = next_launch.after_trial(snap, goal_for(space.spec))
+    assert done.launches == () and done.stop is not None
 
 
 def _with_final_block(study: Study, candidate: float, defaults: float) -> str | None:

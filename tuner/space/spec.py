@@ -252,9 +252,10 @@ class StopSpec(StrictModel):
     # answer, it and the defaults are launched this many times each, fresh and interleaved,
     # and the answer rests on those launches alone (docs/statistics.md).
     final_launches: int = Field(default=2, ge=1, le=8)
-    # ... and up to this many each when the search's estimate of the candidate's gain is
-    # small against the noise (tuner/stats/power.final_launches_for): the fewest launches
-    # that confirm that gain 19 times in 20. The budget keeps final_launches' worth.
+    # ... and up to this many each, a second look, when the first look's interval holds
+    # min_gain (neither passed nor refuted: tuner/study/policy/final_comparison.py). Each
+    # look is then judged at half of 1 - final_confidence. The budget keeps
+    # final_launches' worth; the second look takes the rest where the budget has it.
     final_launches_max: int | None = Field(default=None, ge=1, le=8)
     # The final comparison's confidence (two-sided; the answer needs the lower end above
     # min_gain, so a false gain is at most half of 1 - final_confidence a study). Stricter
@@ -367,6 +368,13 @@ class SpaceSpec(StrictModel):
             return stop.final_launches_max
         cap = 3 if self.screening is not None else 4
         return max(stop.final_launches, min(2 * stop.final_launches, cap))
+
+    @property
+    def final_looks(self) -> int:
+        """The looks a final comparison may take: 2 when a second look can add launches
+        (``final_launches_most`` above ``stop.final_launches``), else 1. Fixed by the space,
+        before any launch: each look's level is its share of 1 - final_confidence."""
+        return 2 if self.final_launches_most > self.stop.final_launches else 1
 
     @model_validator(mode="before")
     @classmethod

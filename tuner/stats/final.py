@@ -9,8 +9,12 @@ that is linear in time falls on both alike), and the answer is the test of those
 launches alone:
 
 - the candidate's gain over the defaults, on the final launches only, with a two-sided
-  interval at ``1 - (1 - confidence) / m`` where ``m`` counts the final comparisons the
-  study made (Bonferroni: almost always 1, a resumed study may make more);
+  interval at ``1 - (1 - confidence) / (m x looks)`` where ``m`` counts the final
+  comparisons the study made (almost always 1, a resumed study may make more) and
+  ``looks`` the times one comparison may be judged: 2 when a first look whose interval
+  straddles the bar may take more launches (tuner/study/policy/final_comparison.py
+  ``second_look``), else 1. Bonferroni over both: whatever the first look showed, the
+  chance that either look passes a gain below the bar is at most the sum of theirs;
 - the noise used is the wider of two: the between-launch noise *measured* over every
   repeated configuration of the study (no prior, its own degrees of freedom) and the
   same shrunk towards the prior (``between_launch_variance``'s default): never smaller
@@ -83,6 +87,8 @@ class FinalComparison:
     """What the lower end must clear: the minimum gain, or the drift when it is larger."""
     comparisons: int
     """Final comparisons in the study (Bonferroni's m)."""
+    looks: int
+    """The looks one comparison may take (1, or 2 with a second look): each at its share."""
     candidate_launches: int
     baseline_launches: int
 
@@ -100,6 +106,11 @@ class FinalComparison:
         return self.lower > self.bar
 
     @property
+    def straddles(self) -> bool:
+        """Neither passed nor refuted: the interval holds the bar (more launches may decide)."""
+        return self.lower <= self.bar < self.upper
+
+    @property
     def drift_significant(self) -> bool:
         return self.drift is not None and self.drift.significant
 
@@ -112,9 +123,10 @@ class FinalComparison:
         return size if size > self.gain.min_gain else None
 
 
-def adjusted_confidence(confidence: float, comparisons: int) -> float:
-    """Bonferroni over ``comparisons`` final comparisons: each at (1 - confidence) / m."""
-    return 1.0 - (1.0 - confidence) / max(1, comparisons)
+def adjusted_confidence(confidence: float, comparisons: int, looks: int = 1) -> float:
+    """Bonferroni over ``comparisons`` final comparisons of ``looks`` looks each: each
+    look at (1 - confidence) / (m x looks)."""
+    return 1.0 - (1.0 - confidence) / (max(1, comparisons) * max(1, looks))
 
 
 def final_comparison(
@@ -128,6 +140,7 @@ def final_comparison(
     min_gain: float,
     confidence: float,
     comparisons: int = 1,
+    looks: int = 1,
 ) -> FinalComparison:
     """The candidate's final launches against the defaults' (see the module).
 
@@ -135,7 +148,7 @@ def final_comparison(
     """
     if not candidate_launches or not baseline_launches:
         raise ValueError("a final comparison needs a launch of the candidate and of the defaults")
-    level = adjusted_confidence(confidence, comparisons)
+    level = adjusted_confidence(confidence, comparisons, looks)
     gain = _wider(candidate_launches, baseline_launches, noise, direction, min_gain, level)
     drift = (
         _wider(baseline_launches, opening_launches, noise, "maximize", min_gain, confidence)
@@ -151,6 +164,7 @@ def final_comparison(
         drift=drift,
         bar=bar,
         comparisons=max(1, comparisons),
+        looks=max(1, looks),
         candidate_launches=len(candidate_launches),
         baseline_launches=len(baseline_launches),
     )

@@ -149,41 +149,6 @@ def final_detectable_gain(
     return max(found, key=lambda d: d.gain)
 
 
-FINAL_POWER = 0.95
-"""The chance a final comparison should have of confirming the gain the search saw: 19
-times in 20. At 0.8 one in five real gains the search found was lost at its last step
-(2 launches a side chosen for an 8% gain at 1% noise: issue 24's measurements)."""
-
-
-def final_launches_for(
-    gain: float,
-    noise: NoiseEstimate,
-    *,
-    fewest: int,
-    most: int,
-    rounds: int,
-    min_gain: float,
-    confidence: float,
-    direction: Direction = "maximize",
-) -> int:
-    """Launches a side (``fewest`` to ``most``) a final comparison needs to confirm a true
-    gain of ``gain`` (the search's estimate of its candidate) 19 times in 20: the
-    fewest that do, else ``most``. Chosen before the final launches, from the launches
-    before them, so the test on the final launches keeps its level whatever is chosen."""
-    for k in range(fewest, most + 1):
-        need = final_detectable_gain(
-            noise,
-            launches=k,
-            rounds=rounds,
-            confidence=confidence,
-            power=FINAL_POWER,
-            direction=direction,
-        )
-        if min_gain + need.gain <= gain:
-            return k
-    return most
-
-
 def with_rounds(noise: NoiseEstimate, factor: float) -> NoiseEstimate:
     """The same noise as if every launch ran ``factor`` times the rounds.
 

@@ -55,7 +55,7 @@ def plan_lines(plan: CostPlan) -> list[str]:
         "times in five)",
         f"  the answer: a change is recommended only when its final comparison "
         f"({plan.final_launches} fresh launches of it and {plan.final_launches} of the "
-        f"defaults, interleaved{_more_launches(plan)}) puts its {plan.final_confidence:.0%} "
+        f"defaults, interleaved{_more_launches(plan)}) puts its {plan.final_confidence * 100:g}% "
         f"interval above min_gain ({pct_text(plan.min_gain)}): at this noise that takes a "
         f"gain of {pct_text(plan.confirmable)} (half the time; "
         f"{pct_text(plan.confirmable_high_power)} four times in five)"
@@ -82,8 +82,8 @@ def _more_launches(plan: CostPlan) -> str:
     if plan.final_launches_max <= plan.final_launches:
         return ""
     return (
-        f"; up to {plan.final_launches_max} each when the gain the search saw is small "
-        "against the noise"
+        f"; up to {plan.final_launches_max} each, a second look, when the first look's "
+        "interval holds min_gain: each look at half the error rate"
     )
 
 

@@ -11,10 +11,8 @@ from tests.unit.stats.helpers import CONF, simulate_launch
 from tuner.stats.compare import Direction, compare
 from tuner.stats.estimates import NoiseEstimate, between_launch_variance, config_estimate
 from tuner.stats.power import (
-    FINAL_POWER,
     detectable_gain,
     final_detectable_gain,
-    final_launches_for,
     typical_launches,
     with_requests,
     with_rounds,
@@ -115,23 +113,13 @@ def test_more_rounds_or_requests_lower_it_as_much_as_the_within_part_allows() ->
     assert after == pytest.approx(before, rel=0.01)
 
 
-def test_a_final_comparison_takes_more_launches_only_for_a_gain_small_against_the_noise() -> None:
+def test_more_launches_a_side_confirm_smaller_gains() -> None:
     noise = _noise(0.02, 0.02, launches=6, seed=3)
-
-    def needed(gain: float) -> int:
-        return final_launches_for(
-            gain, noise, fewest=2, most=4, rounds=3, min_gain=0.01, confidence=0.99
-        )
-
     two, four = (
-        final_detectable_gain(noise, launches=k, rounds=3, confidence=0.99, power=FINAL_POWER).gain
+        final_detectable_gain(noise, launches=k, rounds=3, confidence=0.995, power=0.95).gain
         for k in (2, 4)
     )
-    assert four < two  # more launches a side confirm smaller gains
-    assert needed(0.01 + two + 1e-6) == 2  # the search saw a gain 2 a side confirm
-    assert needed(0.01 + four + 1e-6) in (3, 4)
-    assert needed(0.01 + 0.5 * four) == 4  # none would do: the most, not more
-    assert needed(0.5) == 2
+    assert 0 < four < two
 
 
 def test_the_final_comparisons_noise_is_never_below_what_was_measured() -> None:

@@ -139,6 +139,7 @@ class StudyAnalysis:
             direction=self.direction,
             min_gain=stop.min_gain,
             confidence=stop.final_confidence,
+            looks=self.space.spec.final_looks,
         )
 
     def _label(self, key: str) -> str:

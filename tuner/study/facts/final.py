@@ -77,8 +77,10 @@ def verdicts(
     direction: stats.Direction,
     min_gain: float,
     confidence: float,
+    looks: int = 1,
 ) -> list[stats.FinalComparison]:
-    """Each complete block's verdict (both sides launched), Bonferroni over every block."""
+    """Each complete block's verdict (both sides launched), Bonferroni over every block
+    and the ``looks`` each may take."""
     complete = [b for b in found if b.candidate_launches and b.baseline_launches]
     if noise is None:
         return []
@@ -93,6 +95,7 @@ def verdicts(
             min_gain=min_gain,
             confidence=confidence,
             comparisons=len(found),
+            looks=looks,
         )
         for b in complete
     ]
@@ -177,12 +180,18 @@ def drift_sentence(f: stats.FinalComparison) -> str | None:
     return text
 
 
+def bonferroni_phrase(f: stats.FinalComparison) -> str:
+    """', Bonferroni over its 2 looks' (and the study's final comparisons), or nothing."""
+    over = []
+    if f.looks > 1:
+        over.append(f"its {f.looks} looks")
+    if f.comparisons > 1:
+        over.append(f"the study's {f.comparisons} final comparisons")
+    return f", Bonferroni over {' and '.join(over)}" if over else ""
+
+
 def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
-    several = (
-        f", Bonferroni over the study's {f.comparisons} final comparisons"
-        if f.comparisons > 1
-        else ""
-    )
+    several = bonferroni_phrase(f)
     text = (
         f"{who} ({changed} setting{'s' if changed != 1 else ''} changed) is "
         f"{interval(f)} {faster_or_slower(f.gain.gain)} than the defaults on "
@@ -197,7 +206,8 @@ def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
 def refuted_sentence(f: stats.FinalComparison, who: str) -> str:
     text = (
         f"keep the defaults: {who}, the search's choice, is {interval(f)} against the "
-        f"defaults on {launches_phrase(f)}, which does not clear the {percent(f.bar)} "
+        f"defaults on {launches_phrase(f)}{bonferroni_phrase(f)}, which does not clear the "
+        f"{percent(f.bar)} "
         f"{'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
     )
     drift = drift_sentence(f)

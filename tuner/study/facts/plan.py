@@ -67,7 +67,8 @@ class CostPlan:
     final_launches: int
     """Launches of each side in the final comparison (stop.final_launches)."""
     final_confidence: float
-    """The final comparison's confidence (stop.final_confidence)."""
+    """The confidence of one look of the final comparison: stop.final_confidence, less
+    its share when a second look is allowed (tuner/stats/final.py)."""
     final: DetectableGain
     """The final comparison's detectable gain above min_gain (its interval must clear
     min_gain, so a gain is confirmed at ``min_gain + final.gain``), at the wider of the
@@ -280,6 +281,7 @@ def cost_plan(
     now = mde(first_noise)
     settled = mde(well_measured(noise))
     final_k = stop.final_launches
+    look_confidence = stats.adjusted_confidence(stop.final_confidence, 1, spec.final_looks)
 
     def final_mde(power: float, k: int = final_k) -> DetectableGain:
         # The answer's test (tuner/stats/final.py): k fresh launches a side, at the wider of
@@ -289,7 +291,7 @@ def cost_plan(
             noise,
             launches=k,
             rounds=full_rounds,
-            confidence=stop.final_confidence,
+            confidence=look_confidence,
             power=power,
             direction=spec.direction,
             extra_dof=k + stop.confirmations + k,
@@ -339,7 +341,7 @@ def cost_plan(
         settled=settled,
         high_power=mde(first_noise, power=HIGH_POWER),
         final_launches=final_k,
-        final_confidence=stop.final_confidence,
+        final_confidence=look_confidence,
         final=final_mde(PLAN_POWER),
         final_high_power=final_mde(HIGH_POWER),
         final_launches_max=spec.final_launches_most,

@@ -9,7 +9,8 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    first out, so they run before anything decided here);
 1. another worker stopped the study: this worker stops too;
 2. a **final comparison** waits or runs: nothing else is decided; once its launches are
-   done, the stop it ran before is recorded;
+   done, its second look when the first held the bar (more launches a side), then the
+   stop it ran before is recorded;
 3. the cost plan, once, after the baseline launches (said and recorded);
 4. the goal tracks the finished trial: a significant gain resets the patience;
 5. **confirmations**: what looks better than the incumbent, launched again (and, when the
@@ -76,6 +77,9 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
         return Decision(stop=peer)
     if final_comparison.pending(snap):
         return Decision()  # the final comparison decides; nothing else is worth a launch
+    second = final_comparison.second_look(snap)
+    if second:  # its first look held the bar: more launches decide, then the stop
+        return Decision(launches=tuple(second))
     done = final_comparison.due_stop(snap)
     if done is not None:
         return Decision(stop=done, state=snap.state.replace(final_trigger=None))
