@@ -43,8 +43,10 @@ class FinalAnswer:
     ci_high: float
     """The gain's interval (signed: positive is better) at ``confidence``."""
     confidence: float
-    """The level of that interval: the study's, Bonferroni-adjusted over ``comparisons``."""
+    """The level of that interval: the study's, Bonferroni-adjusted over ``comparisons``
+    and the ``looks`` each may take."""
     comparisons: int
+    looks: int
     bar: float
     """What the lower end had to clear: min_gain, or the drift when larger."""
     candidate_launches: int
@@ -100,6 +102,7 @@ def final_answer(facts: StudyAnalysis, rec: stats.Recommendation | None) -> Fina
         ci_high=chosen.upper,
         confidence=chosen.gain.confidence,
         comparisons=chosen.comparisons,
+        looks=chosen.looks,
         bar=chosen.bar,
         candidate_launches=chosen.candidate_launches,
         baseline_launches=chosen.baseline_launches,

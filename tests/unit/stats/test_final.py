@@ -150,6 +150,47 @@ def test_several_final_comparisons_share_the_error_bonferroni() -> None:
     assert three.gain.noise_rel > one.gain.noise_rel and three.comparisons == 3
 
 
+def _two_looks(rng: np.random.Generator, gain: float, noise: float, looks: int) -> bool:
+    """A final comparison of 2 launches a side and, when that first look holds the bar
+    and ``looks`` is 2, a second look at 4 a side: whether the candidate passes."""
+    others = [[_launch(rng, 100.0, noise, noise) for _ in range(2)] for _ in range(6)]
+    c = [_launch(rng, 100.0 * (1 + gain), noise, noise) for _ in range(4)]
+    b = [_launch(rng, 100.0, noise, noise) for _ in range(4)]
+
+    def judged(k: int) -> stats.FinalComparison:
+        return stats.final_comparison(
+            "c", c[:k], b[:k], (), stats.final_noise([*others, c[:k], b[:k]]),
+            direction="maximize", min_gain=MIN_GAIN, confidence=CONFIDENCE, looks=looks,
+        )  # fmt: skip
+
+    first = judged(2)
+    if first.passed or looks == 1 or not first.straddles:
+        return first.passed
+    return judged(4).passed
+
+
+def test_two_looks_keep_the_answers_error_each_at_half_of_it() -> None:
+    rng = np.random.default_rng(11)
+    # The worst case for a false gain: the true gain exactly at the bar.
+    passed = sum(_two_looks(rng, MIN_GAIN, 0.02, looks=2) for _ in range(1500))
+    assert passed / 1500 <= (1 - CONFIDENCE) / 2
+    launches = [_exact(106.0), _exact(106.4)]
+    level = stats.final_comparison(
+        "c", launches, launches, (), stats.final_noise([launches]),
+        direction="maximize", min_gain=MIN_GAIN, confidence=CONFIDENCE, looks=2,
+    ).gain.confidence  # fmt: skip
+    assert level == pytest.approx(1 - 0.05 / 2)
+
+
+def test_a_second_look_confirms_more_real_gains_than_one_look_at_the_whole() -> None:
+    # A real 6% gain at 2% noise: 2 launches a side at 95% often leave it open; the second
+    # look, at 4 a side, settles most of those, at half the error each look.
+    rng = np.random.default_rng(5)
+    one = sum(_two_looks(rng, 0.06, 0.02, looks=1) for _ in range(400))
+    two = sum(_two_looks(rng, 0.06, 0.02, looks=2) for _ in range(400))
+    assert two > one + 40
+
+
 def test_latency_gains_are_signed_so_that_lower_is_better() -> None:
     faster = [_exact(90.0), _exact(90.2)]
     slower = [_exact(100.0), _exact(100.3)]
