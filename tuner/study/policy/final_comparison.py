@@ -99,7 +99,7 @@ def second_look(snap: Snapshot) -> list[Launch]:
     if slots != spec.stop.final_launches or key not in facts.configs:
         return []
     extra = 2 * (most - slots)
-    if snap.full_left < extra or not _hours_hold(snap, extra):
+    if snap.full_left < extra or not snap.within_hours(extra * (snap.costs.full.per_launch_s or 0)):
         return []
     message = (
         f"final comparison, second look: trial {facts.configs[key].trials[0]} is "
@@ -110,15 +110,6 @@ def second_look(snap: Snapshot) -> list[Launch]:
         "interleaved, and it is judged again on all of them"
     )
     return _slots(snap, key, range(2 * slots, 2 * most), message)
-
-
-def _hours_hold(snap: Snapshot, full_launches: int) -> bool:
-    """--hours has room for this many more full launches at their measured cost."""
-    if snap.hours is None:
-        return True
-    costs = snap.costs
-    more = full_launches * (costs.full.per_launch_s or 0.0)
-    return costs.spent_s + more <= snap.hours * 3600
 
 
 def _slots(snap: Snapshot, key: str, slots: range, message: str) -> list[Launch]:

@@ -129,6 +129,11 @@ class Snapshot:
         reserve = 2 * stop.final_launches
         return reserve if self.budget >= opening + 1 + reserve else 0
 
+    def within_hours(self, more_s: float) -> bool:
+        """Whether ``more_s`` more seconds of launches, at their measured cost, keep the
+        study within --hours (always, without it)."""
+        return self.hours is None or self.costs.spent_s + more_s <= self.hours * 3600
+
     def has_room(self, params: Mapping[str, Scalar], copies: int = 1) -> bool:
         """Whether ``copies`` more launches of ``params`` (a check: confirm, simplify) fit
         in the budget of their fidelity: screening.max_launches, or --trials full loads

@@ -82,7 +82,7 @@ def hours(snap: Snapshot, goal: Goal) -> Stop | None:
     screening = snap.spec.screening is not None
     next_s = (costs.screen.per_launch_s if screening else costs.full.per_launch_s) or 0.0
     reserve = snap.final_reserve * full
-    if costs.spent_s + next_s + reserve <= limit * 3600:
+    if snap.within_hours(next_s + reserve):
         return None
     return Stop(
         attrs.BUDGET,
