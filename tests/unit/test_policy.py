@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tuner.space.settings import baseline_params, settings_from_params
 from tuner.space.spec import Scalar, Space, parse_space
 from tuner.storage import LaunchRow, LaunchStatus
 from tuner.study import attrs
 from tuner.study.facts.analysis import analyze
-from tuner.study.policy import final_checks, next_launch
+from tuner.study.policy import final_checks, final_comparison, next_launch
 from tuner.study.policy.decisions import Launch
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.single_goal import PLATEAU_LOOKS
@@ -93,6 +95,7 @@ class Study:
         fields: dict[str, Any] = {"budget": 30, "seed": 0, "finished": len(self.trials) - 1}
         fields.setdefault("state", StudyState())
         fields.update(more)
+        facts = facts.with_looks(fields["state"].final_looks)  # as the run's reader does
         return Snapshot(spec=self.space.spec, facts=facts, trials=tuple(self.trials), **fields)
 
 
@@ -376,34 +379,42 @@ def _final(study: Study, candidate: bool, value: float) -> None:
     study.launch(attrs.FINAL, [value, value * 1.001, value * 0.999], **changed)
 
 
-def test_a_first_look_that_holds_the_bar_takes_a_second_look_then_the_stop() -> None:
+def test_a_first_look_that_holds_the_bar_takes_the_sized_look_then_the_stop() -> None:
     space = _space()
     study = Study(space)
     best, state = _small_gain_at_plateau(study)
     first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
     assert [launch.config == best for launch in first.launches] == [True, False, False, True]
     assert first.state is not None and first.state.final_trigger is not None
+    # The looks are sized from the noise before the comparison's first launch.
+    looks = first.state.final_looks
+    assert looks is not None and looks.first == 2 and 2 < looks.sized <= 6
     state = first.state
     for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
         _final(study, candidate, value)
     snap = study.snapshot(state=state)
     (verdict,) = snap.facts.final_comparisons()
-    assert verdict.looks == 2 and verdict.gain.confidence == 0.995  # each look at half of 1%
+    # The first look at a quarter of 1%, the sized one at half (tuner/stats/looks.py).
+    assert verdict.look == 1 and verdict.gain.confidence == pytest.approx(0.9975)
     assert verdict.straddles  # +3.4%, its interval holds the 1% bar
     second = next_launch.after_trial(snap, goal_for(space.spec))
     assert second.stop is None
-    # Up to final_launches_max (4) a side, the interleaving continued: C B B C C B B C.
-    assert [launch.config == best for launch in second.launches] == [True, False, False, True]
+    # Up to the sized look, the interleaving continued: C B B C C B ...
+    sized = looks.sized
     assert [launch.claim for launch in second.launches] == [
-        (attrs.FINAL, f"{best}:{slot}") for slot in range(4, 8)
+        (attrs.FINAL, f"{best}:{slot}") for slot in range(4, 2 * sized)
     ]
-    assert second.launches[0].message is not None and "second look" in second.launches[0].message
-    for candidate, value in ((True, 106.0), (False, 102.0), (False, 102.5), (True, 105.5)):
-        _final(study, candidate, value)
+    sides = final_comparison.order(sized)[4:]
+    assert [launch.config == best for launch in second.launches] == sides
+    assert second.launches[0].message is not None and "look 2" in second.launches[0].message
+    for on_candidate in sides:  # a clear gain on all of them: the sized look passes
+        _final(study, on_candidate, 108.0 if on_candidate else 101.0)
     snap = study.snapshot(state=state)
     (verdict,) = snap.facts.final_comparisons()
-    assert (verdict.candidate_launches, verdict.baseline_launches) == (4, 4)
-    done = next_launch.after_trial(snap, goal_for(space.spec))  # no third look: the stop
+    assert (verdict.candidate_launches, verdict.baseline_launches) == (sized, sized)
+    assert verdict.look == 2 and verdict.gain.confidence == pytest.approx(0.995)
+    assert verdict.passed
+    done = next_launch.after_trial(snap, goal_for(space.spec))  # settled: the stop
     assert done.launches == () and done.stop is not None and done.stop.reason == attrs.PLATEAU
 
 
@@ -434,19 +445,20 @@ def test_no_second_look_when_the_first_refutes_or_the_budget_cannot_hold_it() ->
     assert done.launches == () and done.stop is not None
 
 
-def test_one_look_at_the_whole_error_rate_when_no_second_look_is_allowed() -> None:
+def test_one_planned_look_takes_three_quarters_of_the_error_rate() -> None:
     space = _space(stop={**SPACE["stop"], "final_launches_max": 2})
-    assert space.spec.final_looks == 1
+    assert space.spec.final_launches_most == 2
     study = Study(space)
     _, state = _small_gain_at_plateau(study)
     first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
-    assert first.state is not None
+    assert first.state is not None and first.state.final_looks is not None
+    assert first.state.final_looks.planned == (2,)
     for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
         _final(study, candidate, value)
-    snap = study.snapshot(state=first.state)
+    snap = study.snapshot(state=first.state, budget=len(study.rows))
     (verdict,) = snap.facts.final_comparisons()
-    assert verdict.looks == 1 and verdict.gain.confidence == 0.99
-    done = next_launch.after_trial(snap, goal_for(space.spec))
+    assert verdict.look == 1 and verdict.gain.confidence == pytest.approx(0.9925)
+    done = next_launch.after_trial(snap, goal_for(space.spec))  # no room for another look
     assert done.launches == () and done.stop is not None
 
 
@@ -489,7 +501,8 @@ def test_a_candidate_compared_once_is_never_queued_for_another_final_comparison(
     assert all(launch.role != attrs.FINAL for launch in decision.launches)
     rec = snap.facts.recommendation()
     assert rec is not None and rec.keep_defaults
-    assert "+0.5%" in rec.reason and "does not clear the 1.0% minimum gain" in rec.reason
+    assert "+0.5%" in rec.reason and "neither clears the 1.0% minimum gain" in rec.reason
+    assert rec.outcome == "not_settled"  # the interval holds the bar: more launches would tell
 
 
 def _ruled_out_but_one_family(ll: float) -> Snapshot:

@@ -132,7 +132,7 @@ def test_a_real_gain_is_confirmed_on_full_launches_and_its_interval_is_theirs(
     assert report.recommended.params["NCCL_PROTO"] == "LL128"
     gain = report.gain_vs_baseline
     assert (
-        gain is not None and gain.ci_low > 0.06 and gain.rel_diff == pytest.approx(0.10, abs=0.03)
+        gain is not None and gain.ci_low > 0.05 and gain.rel_diff == pytest.approx(0.10, abs=0.03)
     )
     full = sum(1 for f in runner.fidelities if f == "full")
     assert full <= 8  # one full baseline and the final comparison's four
@@ -316,7 +316,7 @@ def test_the_final_comparison_takes_at_most_3_a_side_with_screening_by_default()
     # Full loads stay at 8 a study: the full baseline and 2 x 3 final launches.
     screened = parse_space(SCREENED, Path("s.yaml")).spec
     plain = parse_space(SPACE, Path("p.yaml")).spec
-    assert (screened.final_launches_most, plain.final_launches_most) == (3, 4)
+    assert (screened.final_launches_most, plain.final_launches_most) == (3, 6)
     explicit = {**SCREENED, "stop": {**SCREENED["stop"], "final_launches_max": 5}}
     assert parse_space(explicit, Path("s.yaml")).spec.final_launches_most == 5
     below = {**SPACE, "stop": {**SPACE["stop"], "final_launches_max": 1}}

@@ -69,28 +69,37 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
     assert recorded["cannot_confirm_below_min_gain"] is (recorded["detectable_gain"] > 0.01)
     # The answer's own figure: the final comparison's interval must clear min_gain.
     final = recorded["final"]
-    assert final["launches_each"] == 2 and final["launches_each_max"] == 4
-    assert final["confidence"] == 0.995  # each of the comparison's 2 looks at half of 1%
+    assert final["launches_each"] == 2 and final["launches_each_max"] == 6
+    assert final["confidence"] == 0.9975  # the first look at a quarter of 1%
+    # The comparison sized to the noise: the launches a side the budget keeps.
+    sizing = recorded["sizing"]
+    assert 2 <= sizing["launches_each"] <= 6 and sizing["power"] == 0.8
+    assert (
+        sizing["target_gain"] >= 0.02
+        and sizing["trials_needed"] == 2 + 6 + 2 * sizing["launches_each"]
+    )
+    sized = 2 * sizing["launches_each"]
     assert final["confirmable"] > 0.01 + final["mde"]["threshold"] * 0.99
     assert final["confirmed_four_in_five"] > final["confirmable"]
-    # With up to 4 launches a side at its second look, smaller gains can be confirmed.
+    # With up to 6 launches a side at its sized look, smaller gains can be confirmed.
     assert 0.01 < final["cannot_confirm_below"] < final["confirmable"]
     assert f"this study cannot confirm gains below {final['cannot_confirm_below']:.1%}" in plans[0]
-    assert f"{final['cannot_confirm_below']:.1%} at 4 a side" in plans[0]
+    assert f"{final['cannot_confirm_below']:.1%} at 6 a side" in plans[0]
     # Launches: 2 baseline + patience 6 to keep the defaults; one gain adds its search
     # trials (9 values, 3 a launch: ~2), a confirmation, the simpler form's 2 launches and
     # the final comparison's 4.
     launches = recorded["launches"]
     assert launches["keep_defaults"] == 2 + 6
-    assert launches["one_gain"] == 2 + 2 + 1 + 6 + 2 + 4
-    assert launches["one_gain_futile"] == 2 + 2 + 1 + min(6, futility.MIN_TRIALS) + 2 + 4
+    assert launches["one_gain"] == 2 + 2 + 1 + 6 + 2 + sized
+    assert launches["one_gain_futile"] == 2 + 2 + 1 + min(6, futility.MIN_TRIALS) + 2 + sized
     assert launches["budget"] == 4
     # Hours from the launches' timings: 25 min to healthy + 5 min benchmark, 30 min each.
     assert recorded["seconds"]["to_healthy"] == pytest.approx(1500.0)
     assert recorded["seconds"]["benchmark_and_stop"] == pytest.approx(300.0, abs=1.0)
     assert recorded["hours"]["keep_defaults"] == pytest.approx(8 * 0.5, rel=0.01)
-    assert recorded["hours"]["one_gain"] == pytest.approx(17 * 0.5, rel=0.01)
-    assert "4.0 h to 8.5 h" in plans[0]
+    one_gain = (2 + 2 + 1 + 6 + 2 + sized) * 0.5
+    assert recorded["hours"]["one_gain"] == pytest.approx(one_gain, rel=0.01)
+    assert f"4.0 h to {one_gain:.1f} h" in plans[0]
 
 
 def test_the_plan_is_not_repeated_when_the_study_resumes(tmp_path: Path) -> None:

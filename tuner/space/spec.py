@@ -252,10 +252,11 @@ class StopSpec(StrictModel):
     # answer, it and the defaults are launched this many times each, fresh and interleaved,
     # and the answer rests on those launches alone (docs/statistics.md).
     final_launches: int = Field(default=2, ge=1, le=8)
-    # ... and up to this many each, a second look, when the first look's interval holds
-    # min_gain (neither passed nor refuted: tuner/study/policy/final_comparison.py). Each
-    # look is then judged at half of 1 - final_confidence. The budget keeps
-    # final_launches' worth; the second look takes the rest where the budget has it.
+    # ... and at most this many each at the look the cost plan sizes from the noise (the
+    # launches a side that confirm the target gain four times in five), taken when the
+    # first look neither passes nor refutes (tuner/stats/looks.py, docs/statistics.md).
+    # The budget keeps the sized look's launches from the plan on. Default 6, 3 with
+    # screening.
     final_launches_max: int | None = Field(default=None, ge=1, le=8)
     # The final comparison's confidence (two-sided; the answer needs the lower end above
     # min_gain, so a false gain is at most half of 1 - final_confidence a study). Stricter
@@ -268,8 +269,7 @@ class StopSpec(StrictModel):
         if self.final_launches_max is not None and self.final_launches_max < self.final_launches:
             raise ValueError(
                 f"final_launches_max ({self.final_launches_max}) is below final_launches "
-                f"({self.final_launches}): raise it, or leave it out (twice final_launches, "
-                "at most 4)"
+                f"({self.final_launches}): raise it, or leave it out (6, or 3 with screening)"
             )
         if self.max_confirmations is not None and self.max_confirmations < self.confirmations:
             raise ValueError(
@@ -360,21 +360,15 @@ class SpaceSpec(StrictModel):
 
     @property
     def final_launches_most(self) -> int:
-        """The most launches a side of a final comparison: ``stop.final_launches_max``, by
-        default twice ``stop.final_launches``, at most 4, or 3 with screening (its full
-        loads, each a full model load, stay at 8 a study: a full baseline and 2 x 3)."""
+        """The most launches a side the cost plan may size a final comparison's look to
+        (tuner/study/facts/final_size.py): ``stop.final_launches_max``, by default 6, or 3
+        with screening (its full loads, each a full model load, stay at 8 a study: a full
+        baseline and 2 x 3); never below ``stop.final_launches``."""
         stop = self.stop
         if stop.final_launches_max is not None:
             return stop.final_launches_max
-        cap = 3 if self.screening is not None else 4
-        return max(stop.final_launches, min(2 * stop.final_launches, cap))
-
-    @property
-    def final_looks(self) -> int:
-        """The looks a final comparison may take: 2 when a second look can add launches
-        (``final_launches_most`` above ``stop.final_launches``), else 1. Fixed by the space,
-        before any launch: each look's level is its share of 1 - final_confidence."""
-        return 2 if self.final_launches_most > self.stop.final_launches else 1
+        cap = 3 if self.screening is not None else 6
+        return max(stop.final_launches, cap)
 
     @model_validator(mode="before")
     @classmethod

@@ -34,9 +34,21 @@ from tuner.stats.final import (
     final_comparison,
     final_noise,
 )
-from tuner.stats.recommend import Candidate, Recommendation, recommend
+from tuner.stats.recommend import (
+    CONFIRMED,
+    NO_GAIN,
+    NOT_SETTLED,
+    Candidate,
+    Recommendation,
+    Unsettled,
+    recommend,
+)
 
 __all__ = [
+    "CONFIRMED",
+    "NOT_SETTLED",
+    "NO_GAIN",
+    "Unsettled",
     "Candidate",
     "Comparison",
     "ConfigEstimate",

@@ -9,19 +9,20 @@ that is linear in time falls on both alike), and the answer is the test of those
 launches alone:
 
 - the candidate's gain over the defaults, on the final launches only, with a two-sided
-  interval at ``1 - (1 - confidence) / (m x looks)`` where ``m`` counts the final
-  comparisons the study made (almost always 1, a resumed study may make more) and
-  ``looks`` the times one comparison may be judged: 2 when a first look whose interval
-  straddles the bar may take more launches (tuner/study/policy/final_comparison.py
-  ``second_look``), else 1. Bonferroni over both: whatever the first look showed, the
-  chance that either look passes a gain below the bar is at most the sum of theirs;
+  interval at the level of the look it is judged at (tuner/stats/looks.py: each look of
+  the comparison's plan has its share of ``1 - confidence``, the shares of every look the
+  rule could ever take summing to at most 1), over ``m``, the final comparisons the study
+  made (almost always 1). Whatever the earlier looks showed, the chance that any look
+  passes a gain below the bar is at most the sum of their shares;
 - the noise used is the wider of two: the between-launch noise *measured* over every
   repeated configuration of the study (no prior, its own degrees of freedom) and the
   same shrunk towards the prior (``between_launch_variance``'s default): never smaller
   than what the launches show, and never the prior's optimism alone;
-- the candidate is recommended only when the interval's lower end clears the minimum
-  gain (and the drift, see below): at the configured confidence it beats the defaults
-  by at least that much;
+- three outcomes: **passed** when the interval's lower end clears the minimum gain (and
+  the drift, see below): at the configured confidence it beats the defaults by at least
+  that much; **refuted** when its upper end is at or below the bar, or below the target
+  gain the comparison was sized for (no gain worth that size; what could still hide is
+  the upper end); else **open**: more launches would settle it;
 - the drift: the final baseline launches against the study's first ones. When they moved
   significantly and by more than the minimum gain, gains below that move cannot be told
   from it; the bar is raised to it and the sentence says so.
@@ -47,6 +48,7 @@ from tuner.stats.estimates import (
     between_launch_variance,
     config_estimate,
 )
+from tuner.stats.looks import LookPlan
 
 
 @dataclass(frozen=True)
@@ -87,10 +89,17 @@ class FinalComparison:
     """What the lower end must clear: the minimum gain, or the drift when it is larger."""
     comparisons: int
     """Final comparisons in the study (Bonferroni's m)."""
-    looks: int
-    """The looks one comparison may take (1, or 2 with a second look): each at its share."""
+    plan: LookPlan
+    """The looks this comparison may take (their sizes and levels)."""
+    look: int
+    """The look it was judged at (1-based): its launches a side against the plan's sizes."""
     candidate_launches: int
     baseline_launches: int
+
+    @property
+    def target(self) -> float | None:
+        """The gain the comparison was sized for (None: not sized from the noise)."""
+        return self.plan.target_gain
 
     @property
     def lower(self) -> float:
@@ -106,9 +115,25 @@ class FinalComparison:
         return self.lower > self.bar
 
     @property
+    def refuted(self) -> bool:
+        """No gain worth its size: the interval's upper end is at or below the bar, or
+        below the target gain the comparison was sized for (see the module)."""
+        if self.passed:
+            return False
+        if self.upper <= self.bar:
+            return True
+        target = self.target
+        return target is not None and target > self.bar and self.upper < target
+
+    @property
     def straddles(self) -> bool:
-        """Neither passed nor refuted: the interval holds the bar (more launches may decide)."""
-        return self.lower <= self.bar < self.upper
+        """Neither passed nor refuted: open (more launches may decide)."""
+        return not self.passed and not self.refuted
+
+    @property
+    def next_look(self) -> int:
+        """Launches a side the next look of the plan would have."""
+        return self.plan.size(self.look + 1)
 
     @property
     def drift_significant(self) -> bool:
@@ -123,10 +148,14 @@ class FinalComparison:
         return size if size > self.gain.min_gain else None
 
 
-def adjusted_confidence(confidence: float, comparisons: int, looks: int = 1) -> float:
-    """Bonferroni over ``comparisons`` final comparisons of ``looks`` looks each: each
-    look at (1 - confidence) / (m x looks)."""
-    return 1.0 - (1.0 - confidence) / (max(1, comparisons) * max(1, looks))
+def adjusted_confidence(
+    confidence: float, comparisons: int, plan: LookPlan | None = None, look: int = 1
+) -> float:
+    """The level of look ``look`` of ``plan`` (a single look at ``confidence`` without a
+    plan), Bonferroni over ``comparisons`` final comparisons."""
+    if plan is None:
+        return 1.0 - (1.0 - confidence) / max(1, comparisons)
+    return plan.level(confidence, look, comparisons)
 
 
 def final_comparison(
@@ -140,15 +169,20 @@ def final_comparison(
     min_gain: float,
     confidence: float,
     comparisons: int = 1,
-    looks: int = 1,
+    plan: LookPlan | None = None,
 ) -> FinalComparison:
     """The candidate's final launches against the defaults' (see the module).
 
     ``opening_launches`` are the study's first baseline launches (the drift's reference).
+    ``plan``: the looks the comparison may take (default: one look of the launches it has).
     """
     if not candidate_launches or not baseline_launches:
         raise ValueError("a final comparison needs a launch of the candidate and of the defaults")
-    level = adjusted_confidence(confidence, comparisons, looks)
+    launches = max(len(candidate_launches), len(baseline_launches))
+    if plan is None:
+        plan = LookPlan(first=launches, sized=launches, single=True)
+    look = plan.look_of(launches)
+    level = adjusted_confidence(confidence, comparisons, plan, look)
     gain = _wider(candidate_launches, baseline_launches, noise, direction, min_gain, level)
     drift = (
         _wider(baseline_launches, opening_launches, noise, "maximize", min_gain, confidence)
@@ -164,7 +198,8 @@ def final_comparison(
         drift=drift,
         bar=bar,
         comparisons=max(1, comparisons),
-        looks=max(1, looks),
+        plan=plan,
+        look=look,
         candidate_launches=len(candidate_launches),
         baseline_launches=len(baseline_launches),
     )

@@ -48,6 +48,35 @@ class Candidate:
         return self.changes <= other.changes and (self.drops_checked or self is other)
 
 
+CONFIRMED = "confirmed"
+"""The answer: a change, confirmed (its final comparison cleared the bar)."""
+NO_GAIN = "no_gain"
+"""The answer: keep the defaults; the launches support it (see ``Recommendation.verdict``)."""
+NOT_SETTLED = "not_settled"
+"""The answer: not known yet; a candidate whose comparison neither passed nor was refuted,
+or had no room to run. Deploy the defaults until more launches settle it."""
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """What a not-settled answer's candidate showed, and what would settle it."""
+
+    candidate: str
+    label: str
+    gain: float
+    """The candidate's gain over the defaults as measured (final launches, else the search's)."""
+    lower: float | None
+    upper: float | None
+    """Its interval at ``confidence`` (None: the search's estimate, no final launches)."""
+    confidence: float | None
+    launches_each: int
+    """Final launches a side so far (0: the comparison never ran)."""
+    more_each: int
+    """About how many more launches a side would settle it (the plan's next looks)."""
+    why: str
+    """Why it is not settled, in a clause."""
+
+
 @dataclass(frozen=True)
 class Recommendation:
     """best: highest trusted mean; recommended: the simplest version of the best that is
@@ -66,6 +95,19 @@ class Recommendation:
     """A simpler version of the best, within noise of it and a significant gain over the
     defaults, passed over only because it measures more than min_gain slower: more
     launches may settle whether it is as fast (tuner/study/policy/final_checks.tiebreak)."""
+    verdict: str | None = None
+    """CONFIRMED, NO_GAIN or NOT_SETTLED as the final comparison decided (None: derived
+    from ``keep_defaults``, where no final comparison judges: see ``outcome``)."""
+    unsettled: Unsettled | None = None
+    """With NOT_SETTLED: the candidate, what it showed and what would settle it."""
+
+    @property
+    def outcome(self) -> str:
+        """The answer's verdict: CONFIRMED, NO_GAIN or NOT_SETTLED (a not-settled answer
+        keeps the defaults until settled, ``keep_defaults`` is then True too)."""
+        if self.verdict is not None:
+            return self.verdict
+        return NO_GAIN if self.keep_defaults else CONFIRMED
 
 
 def recommend(

@@ -78,6 +78,9 @@ FINAL_TRIGGER: Final = "tuner_final_trigger"
 records it once the comparison's launches are done ({} once it has)."""
 PLAN: Final = "tuner_plan"
 """The cost plan, said once after the baseline launches (tuner/study/facts/plan.py, to_json)."""
+FINAL_LOOKS: Final = "tuner_final_looks"
+"""Of the study: the final comparison's looks, sized with the cost plan from the noise
+(tuner/stats/looks.py ``LookPlan.to_json``): fixed before the comparison's first launch."""
 
 # --- the topology (tuner/study/run/topology.py, docs/topology.md) ----------------------
 TOPOLOGY: Final = "tuner_topology"

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.stats.looks import LookPlan
 from tuner.study import attrs
 
 
@@ -78,6 +79,8 @@ class StudyState:
     ignored: frozenset[str] = frozenset()
     """The params vLLM ignores on the study's GPUs (tuner/study/run/topology.py): the
     search leaves them at default, as it does the probe's frozen ones."""
+    final_looks: LookPlan | None = None
+    """The final comparison's looks as the cost plan sized them (None: not sized yet)."""
 
     @classmethod
     def from_attrs(cls, found: Mapping[str, Any]) -> StudyState:
@@ -93,6 +96,7 @@ class StudyState:
             stop_detail=found.get(attrs.STOP_DETAIL),
             final_trigger=found.get(attrs.FINAL_TRIGGER) or None,
             ignored=frozenset(found.get(attrs.IGNORED) or ()),
+            final_looks=_looks(found.get(attrs.FINAL_LOOKS)),
             probe=ProbeMemory(
                 disabled=found.get(attrs.PROBE_DISABLED) or None,
                 finding=found.get(attrs.PROBE_FINDING) or {},
@@ -119,7 +123,21 @@ def attr_changes(old: StudyState, new: StudyState) -> dict[str, Any]:
         out[attrs.PROBE_NOMINATED] = True
     if new.final_trigger != old.final_trigger:
         out[attrs.FINAL_TRIGGER] = dict(new.final_trigger or {})  # {}: none waits any more
+    if new.final_looks != old.final_looks and new.final_looks is not None:
+        out[attrs.FINAL_LOOKS] = new.final_looks.to_json()
     return out
+
+
+def _looks(found: Any) -> LookPlan | None:
+    """The stored looks (``LookPlan.to_json``), or None."""
+    if not isinstance(found, Mapping) or "first" not in found or "sized" not in found:
+        return None
+    target = found.get("target_gain")
+    return LookPlan(
+        first=int(found["first"]),
+        sized=int(found["sized"]),
+        target_gain=float(target) if target is not None else None,
+    )
 
 
 def launched(trials: Iterable[TrialView]) -> int:

@@ -102,7 +102,7 @@ def final_answer(facts: StudyAnalysis, rec: stats.Recommendation | None) -> Fina
         ci_high=chosen.upper,
         confidence=chosen.gain.confidence,
         comparisons=chosen.comparisons,
-        looks=chosen.looks,
+        looks=chosen.look,
         bar=chosen.bar,
         candidate_launches=chosen.candidate_launches,
         baseline_launches=chosen.baseline_launches,

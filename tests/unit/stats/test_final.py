@@ -7,6 +7,7 @@ import pytest
 
 from tuner import stats
 from tuner.stats import LaunchEstimate
+from tuner.stats.looks import LookPlan
 
 CONFIDENCE = 0.95
 MIN_GAIN = 0.01
@@ -150,45 +151,55 @@ def test_several_final_comparisons_share_the_error_bonferroni() -> None:
     assert three.gain.noise_rel > one.gain.noise_rel and three.comparisons == 3
 
 
-def _two_looks(rng: np.random.Generator, gain: float, noise: float, looks: int) -> bool:
-    """A final comparison of 2 launches a side and, when that first look holds the bar
-    and ``looks`` is 2, a second look at 4 a side: whether the candidate passes."""
+def _sequential(
+    rng: np.random.Generator, gain: float, noise: float, plan: LookPlan, most_looks: int
+) -> str:
+    """A final comparison judged at each look of ``plan`` while it is open, up to
+    ``most_looks``: "passed", "refuted" or "open" at the end."""
+    sizes = [plan.size(j) for j in range(1, most_looks + 1)]
     others = [[_launch(rng, 100.0, noise, noise) for _ in range(2)] for _ in range(6)]
-    c = [_launch(rng, 100.0 * (1 + gain), noise, noise) for _ in range(4)]
-    b = [_launch(rng, 100.0, noise, noise) for _ in range(4)]
-
-    def judged(k: int) -> stats.FinalComparison:
-        return stats.final_comparison(
+    c = [_launch(rng, 100.0 * (1 + gain), noise, noise) for _ in range(sizes[-1])]
+    b = [_launch(rng, 100.0, noise, noise) for _ in range(sizes[-1])]
+    for k in sizes:
+        found = stats.final_comparison(
             "c", c[:k], b[:k], (), stats.final_noise([*others, c[:k], b[:k]]),
-            direction="maximize", min_gain=MIN_GAIN, confidence=CONFIDENCE, looks=looks,
+            direction="maximize", min_gain=MIN_GAIN, confidence=CONFIDENCE, plan=plan,
         )  # fmt: skip
+        if found.passed:
+            return "passed"
+        if found.refuted:
+            return "refuted"
+    return "open"
 
-    first = judged(2)
-    if first.passed or looks == 1 or not first.straddles:
-        return first.passed
-    return judged(4).passed
 
-
-def test_two_looks_keep_the_answers_error_each_at_half_of_it() -> None:
+def test_every_look_together_keeps_the_answers_error_rate() -> None:
     rng = np.random.default_rng(11)
-    # The worst case for a false gain: the true gain exactly at the bar.
-    passed = sum(_two_looks(rng, MIN_GAIN, 0.02, looks=2) for _ in range(1500))
-    assert passed / 1500 <= (1 - CONFIDENCE) / 2
-    launches = [_exact(106.0), _exact(106.4)]
-    level = stats.final_comparison(
-        "c", launches, launches, (), stats.final_noise([launches]),
-        direction="maximize", min_gain=MIN_GAIN, confidence=CONFIDENCE, looks=2,
-    ).gain.confidence  # fmt: skip
-    assert level == pytest.approx(1 - 0.05 / 2)
+    # The worst case for a false gain: the true gain exactly at the bar, judged at up to
+    # five looks (2, 4, then 6, 8 and 10 a side, as resumed studies would).
+    plan = LookPlan(first=2, sized=4, target_gain=0.06)
+    ends = [_sequential(rng, MIN_GAIN, 0.02, plan, 5) for _ in range(1500)]
+    assert ends.count("passed") / 1500 <= (1 - CONFIDENCE) / 2
+    # The shares of the error rate: a quarter, a half, then an eighth, a sixteenth, ...
+    levels = [plan.level(CONFIDENCE, j) for j in (1, 2, 3, 4)]
+    assert levels == pytest.approx([1 - 0.05 / 4, 1 - 0.05 / 2, 1 - 0.05 / 8, 1 - 0.05 / 16])
+    assert sum(plan.share(j) for j in range(1, 60)) == pytest.approx(1.0)
+    single = LookPlan(first=2, sized=2)
+    assert single.share(1) == 0.75 and sum(single.share(j) for j in range(1, 60)) == 1.0
 
 
-def test_a_second_look_confirms_more_real_gains_than_one_look_at_the_whole() -> None:
-    # A real 6% gain at 2% noise: 2 launches a side at 95% often leave it open; the second
-    # look, at 4 a side, settles most of those, at half the error each look.
+def test_the_sized_look_settles_what_the_first_leaves_open() -> None:
+    # A real 6% gain at 2% noise: 2 launches a side often leave it open; the sized look
+    # (6 a side) confirms most of them. A flat candidate is refuted, not left open, most
+    # of the time: its interval falls below the 6% the comparison was sized for.
     rng = np.random.default_rng(5)
-    one = sum(_two_looks(rng, 0.06, 0.02, looks=1) for _ in range(400))
-    two = sum(_two_looks(rng, 0.06, 0.02, looks=2) for _ in range(400))
-    assert two > one + 40
+    plan = LookPlan(first=2, sized=6, target_gain=0.06)
+    first_only = [_sequential(rng, 0.06, 0.02, plan, 1) for _ in range(300)]
+    sized = [_sequential(rng, 0.06, 0.02, plan, 2) for _ in range(300)]
+    assert sized.count("passed") > first_only.count("passed") + 60
+    assert sized.count("passed") / 300 >= 0.7
+    flat = [_sequential(rng, 0.0, 0.02, plan, 2) for _ in range(300)]
+    assert flat.count("passed") <= 3
+    assert flat.count("refuted") / 300 >= 0.7
 
 
 def test_latency_gains_are_signed_so_that_lower_is_better() -> None:

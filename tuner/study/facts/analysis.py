@@ -17,11 +17,13 @@ from tuner import stats
 from tuner.space.objectives import is_multi_objective, study_objectives
 from tuner.space.settings import canonical_value, changed_from_defaults, is_default
 from tuner.space.spec import Scalar, Space
+from tuner.stats.looks import LookPlan
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import Observation
 from tuner.study.facts import feasibility, final
 from tuner.study.facts.fidelity import FidelityFacts, fidelity_facts
+from tuner.study.facts.final_size import default_looks
 from tuner.study.facts.objective_values import ObjectiveEstimates, estimate_objectives
 
 
@@ -73,6 +75,20 @@ class StudyAnalysis:
     full_opening: tuple[stats.LaunchEstimate, ...] | None = None
     """With screening: the opening's full launches of the defaults, what the final
     comparisons' drift is measured against (the screening baseline is another fidelity)."""
+    looks: LookPlan | None = None
+    """The final comparison's looks as the cost plan sized them (the study's state,
+    ``with_looks``); None: the space's (tuner/study/facts/final_size.default_looks)."""
+
+    def with_looks(self, looks: LookPlan | None) -> StudyAnalysis:
+        """These facts judged with the study's sized looks (kept when None)."""
+        if looks is None or looks == self.looks:
+            return self
+        return dataclasses.replace(self, looks=looks)
+
+    @property
+    def look_plan(self) -> LookPlan:
+        """The looks a final comparison of this study takes."""
+        return self.looks if self.looks is not None else default_looks(self.space.spec)
 
     @property
     def direction(self) -> stats.Direction:
@@ -123,6 +139,7 @@ class StudyAnalysis:
             baseline_key=baseline.config_hash if baseline is not None else None,
             name=lambda key: self._label(key),
             n_changed=lambda key: self.configs[key].n_changed if key in self.configs else 0,
+            looks=self.look_plan,
         )
 
     def final_comparisons(self) -> list[stats.FinalComparison]:
@@ -139,7 +156,7 @@ class StudyAnalysis:
             direction=self.direction,
             min_gain=stop.min_gain,
             confidence=stop.final_confidence,
-            looks=self.space.spec.final_looks,
+            plan=self.look_plan,
         )
 
     def _label(self, key: str) -> str:

@@ -16,11 +16,14 @@ sentence that says what the final launches showed, or that the candidate never h
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tuner import stats
 from tuner.space.settings import is_default
+from tuner.stats.looks import LookPlan
+from tuner.stats.student_t import t_critical
 from tuner.stats.wording import faster_or_slower, percent
 from tuner.storage import LaunchRow
 
@@ -77,10 +80,10 @@ def verdicts(
     direction: stats.Direction,
     min_gain: float,
     confidence: float,
-    looks: int = 1,
+    plan: LookPlan | None = None,
 ) -> list[stats.FinalComparison]:
-    """Each complete block's verdict (both sides launched), Bonferroni over every block
-    and the ``looks`` each may take."""
+    """Each complete block's verdict (both sides launched), each at the level of the look
+    of ``plan`` its launches reach, Bonferroni over every block."""
     complete = [b for b in found if b.candidate_launches and b.baseline_launches]
     if noise is None:
         return []
@@ -95,7 +98,7 @@ def verdicts(
             min_gain=min_gain,
             confidence=confidence,
             comparisons=len(found),
-            looks=looks,
+            plan=plan,
         )
         for b in complete
     ]
@@ -108,8 +111,11 @@ def answer(
     baseline_key: str | None,
     name: Callable[[str], str],
     n_changed: Callable[[str], int],
+    looks: LookPlan | None = None,
 ) -> stats.Recommendation | None:
-    """The recommendation that the final comparisons allow (see the module)."""
+    """The recommendation that the final comparisons allow, with its verdict (see the
+    module): confirmed, no gain (nothing worth a comparison, or refuted), or not settled
+    (the last comparison open, or none ran for a candidate). ``looks``: the study's."""
     if candidate is None or baseline_key is None:
         return candidate
     passed = [f for f in finals if f.passed]
@@ -123,24 +129,37 @@ def answer(
             equivalent=candidate.equivalent,
             best_vs_baseline=candidate.best_vs_baseline,
             recommended_vs_baseline=chosen.gain,
+            verdict=stats.CONFIRMED,
         )
+    unsettled = None
     if finals:
         last = finals[-1]
-        reason = refuted_sentence(last, name(last.candidate))
+        if last.refuted:
+            reason, verdict = refuted_sentence(last, name(last.candidate)), stats.NO_GAIN
+        else:
+            unsettled = open_comparison(last, name(last.candidate))
+            reason, verdict = not_settled_sentence(unsettled), stats.NOT_SETTLED
     elif candidate.keep_defaults:
-        return candidate
+        return dataclasses.replace(candidate, verdict=stats.NO_GAIN)
     else:
         cmp = candidate.recommended_vs_baseline
-        looked = (
-            f" looked {percent(cmp.gain)} {faster_or_slower(cmp.gain)} in the search, but"
-            if cmp
-            else ""
+        first = looks.first if looks is not None else 2
+        unsettled = stats.Unsettled(
+            candidate=candidate.recommended,
+            label=name(candidate.recommended),
+            gain=cmp.gain if cmp is not None else 0.0,
+            lower=None,
+            upper=None,
+            confidence=None,
+            launches_each=0,
+            more_each=first,
+            why=(
+                "it was not compared with the defaults on fresh launches (the final "
+                "comparison did not run: the study stopped or ran out of budget first), "
+                "and the search's own launches cannot confirm it"
+            ),
         )
-        reason = (
-            f"keep the defaults: {name(candidate.recommended)}{looked} was not compared with "
-            "the defaults on fresh launches (the final comparison did not run: the study "
-            "stopped or ran out of budget first); the search's own launches cannot confirm it"
-        )
+        reason, verdict = not_settled_sentence(unsettled), stats.NOT_SETTLED
     return stats.Recommendation(
         best=candidate.best,
         recommended=baseline_key,
@@ -148,6 +167,66 @@ def answer(
         keep_defaults=True,
         equivalent=candidate.equivalent,
         best_vs_baseline=candidate.best_vs_baseline,
+        verdict=verdict,
+        unsettled=unsettled,
+    )
+
+
+def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
+    """A comparison that neither passed nor was refuted, and about how many more launches
+    a side would settle it: the fewest of the plan's next looks at which an interval of
+    the width the noise implies, around the gain measured, would clear the bar or fall
+    below the target (at least the next look)."""
+    k = max(f.candidate_launches, f.baseline_launches)
+    half = f.gain.noise_rel
+    target = f.target if f.target is not None else f.bar
+    t_now = t_critical(f.gain.confidence, max(1.0, f.gain.dof))
+    look = f.look + 1
+    for look in range(f.look + 1, f.look + 9):
+        size = f.plan.size(look)
+        level = _look_level(f, look)
+        width = half * math.sqrt(k / size) * t_critical(level, max(1.0, f.gain.dof)) / t_now
+        if f.gain.gain - width > f.bar or f.gain.gain + width < target:
+            break
+    what = f"the {percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
+    ruled = f" nor rules out a gain of {percent(target)}" if target > f.bar else ""
+    return stats.Unsettled(
+        candidate=f.candidate,
+        label=who,
+        gain=f.gain.gain,
+        lower=f.lower,
+        upper=f.upper,
+        confidence=f.gain.confidence,
+        launches_each=k,
+        more_each=max(1, f.plan.size(look) - k),
+        why=f"its interval on {launches_phrase(f)} neither clears {what}{ruled}",
+    )
+
+
+def _look_level(f: stats.FinalComparison, look: int) -> float:
+    """The confidence of the comparison's look ``look`` (the study's Bonferroni included)."""
+    return f.plan.level(_configured_confidence(f), look, f.comparisons)
+
+
+def _configured_confidence(f: stats.FinalComparison) -> float:
+    """stop.final_confidence, read back from the look's own level."""
+    share = f.plan.share(f.look) / max(1, f.comparisons)
+    return 1.0 - (1.0 - f.gain.confidence) / share
+
+
+def not_settled_sentence(u: stats.Unsettled) -> str:
+    """'not settled: trial 7, the search's choice, is +10.4% (99.5% interval ...) ...'."""
+    if u.lower is not None and u.upper is not None and u.confidence is not None:
+        shown = (
+            f"{u.gain * 100:+.1f}% ({u.confidence * 100:g}% interval "
+            f"{u.lower * 100:+.1f}% to {u.upper * 100:+.1f}%) against the defaults"
+        )
+    else:
+        shown = f"{u.gain * 100:+.1f}% against the defaults in the search"
+    more = f"{u.more_each} more launch{'es' if u.more_each != 1 else ''} a side"
+    return (
+        f"not settled: {u.label}, the search's choice, is {shown}; {u.why}. About {more} "
+        "would settle it; until then keep the defaults"
     )
 
 
@@ -181,13 +260,11 @@ def drift_sentence(f: stats.FinalComparison) -> str | None:
 
 
 def bonferroni_phrase(f: stats.FinalComparison) -> str:
-    """', Bonferroni over its 2 looks' (and the study's final comparisons), or nothing."""
-    over = []
-    if f.looks > 1:
-        over.append(f"its {f.looks} looks")
+    """', at look 2 of its plan' (and Bonferroni over the study's final comparisons)."""
+    text = f", at look {f.look} (its share of the error rate)" if len(f.plan.planned) > 1 else ""
     if f.comparisons > 1:
-        over.append(f"the study's {f.comparisons} final comparisons")
-    return f", Bonferroni over {' and '.join(over)}" if over else ""
+        text += f", Bonferroni over the study's {f.comparisons} final comparisons"
+    return text
 
 
 def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
@@ -204,11 +281,19 @@ def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
 
 
 def refuted_sentence(f: stats.FinalComparison, who: str) -> str:
+    """'keep the defaults: ... which rules out ...' (the refuted comparison)."""
+    what = f"{percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
+    if f.upper <= f.bar:
+        ruled = f"which rules out even the {what}"
+    else:
+        target = f.target if f.target is not None else f.bar
+        ruled = (
+            f"which does not clear the {what} and rules out the {percent(target)} gain "
+            "the comparison was sized to confirm"
+        )
     text = (
         f"keep the defaults: {who}, the search's choice, is {interval(f)} against the "
-        f"defaults on {launches_phrase(f)}{bonferroni_phrase(f)}, which does not clear the "
-        f"{percent(f.bar)} "
-        f"{'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
+        f"defaults on {launches_phrase(f)}{bonferroni_phrase(f)}, {ruled}"
     )
     drift = drift_sentence(f)
     return f"{text}; {drift}" if drift else text

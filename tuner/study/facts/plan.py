@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import stats
+from tuner.space.objectives import is_multi_objective
 from tuner.space.spec import SpaceSpec
 from tuner.stats.power import DetectableGain, detectable_gain, final_detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.facts.final_size import FinalSizing, default_looks, size_final
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.load_costs import LoadCosts
 from tuner.study.facts.plan_levers import Lever, levers
@@ -95,6 +97,9 @@ class CostPlan:
     """With a ``screening:`` section: both kinds of launch, and the hours with and without."""
     loads: LoadCosts | None = None
     """What a load costs, phase by phase, per fidelity (from the servers' logs)."""
+    sizing: FinalSizing | None = None
+    """The final comparison sized to this noise (tuner/study/facts/final_size.py); None
+    with several objectives (no final comparison)."""
 
     @property
     def assumed_between(self) -> bool:
@@ -171,6 +176,7 @@ class CostPlan:
             "levers": [dataclasses.asdict(lever) for lever in self.levers],
             "screening": self.screening.to_json() if self.screening is not None else None,
             "loads": self.loads.to_json() if self.loads is not None else None,
+            "sizing": self.sizing.to_json() if self.sizing is not None else None,
         }
 
 
@@ -281,7 +287,8 @@ def cost_plan(
     now = mde(first_noise)
     settled = mde(well_measured(noise))
     final_k = stop.final_launches
-    look_confidence = stats.adjusted_confidence(stop.final_confidence, 1, spec.final_looks)
+    # The first look's level (tuner/stats/looks.py): the sized look's is the sizing's.
+    look_confidence = default_looks(spec).level(stop.final_confidence, 1)
 
     def final_mde(power: float, k: int = final_k) -> DetectableGain:
         # The answer's test (tuner/stats/final.py): k fresh launches a side, at the wider of
@@ -302,7 +309,9 @@ def cost_plan(
     to_try_all = -(-values // per_launch) if values else 0
     patience = spec.search_patience
     to_gain = max(1, -(-to_try_all // 2))
-    final_size = 2 * final_k
+    sizing = None if is_multi_objective(spec) else size_final(spec, noise)
+    # The final comparison's launches as the budget keeps them: both sides of its sized look.
+    final_size = 2 * (sizing.looks.sized if sizing is not None else final_k)
     full_baselines = spec.screening.baseline_launches if spec.screening is not None else 0
     quickest = baseline + full_baselines + patience
     search = to_gain + stop.confirmations + patience + candidate
@@ -358,6 +367,7 @@ def cost_plan(
         levers=tuple(found),
         screening=screening,
         loads=costs.loads if costs is not None else None,
+        sizing=sizing,
     )
 
 

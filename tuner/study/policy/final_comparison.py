@@ -8,21 +8,27 @@ candidate and the defaults are launched ``stop.final_launches`` times each, inte
 rests on them alone (tuner/stats/final.py, tuner/study/facts/final.py). Once per
 candidate: a candidate already compared is not launched again.
 
-The second look: when that first look neither passes nor refutes the candidate (its
-interval holds the bar: a defaults launch drawn high, or a gain small against the
-noise), both are launched again up to ``stop.final_launches_max`` a side, continuing the
-interleaving, and the comparison is judged once more on all its launches. Once per
-comparison, and only whole (the budget must hold every launch of it). The space fixes
-beforehand whether a comparison may take two looks (``Space.final_looks``); each look is
-then judged at half the error rate, so the two together keep the answer's guarantee.
+The next look: while a look neither passes nor refutes the candidate (its interval holds
+the bar and the gain the comparison was sized for), both are launched again up to the
+next look's size (tuner/stats/looks.py: the sized look the cost plan worked out from the
+noise, then half as many again each time), continuing the interleaving, and the
+comparison is judged once more on all its launches, at that look's level. Only whole
+(the budget must hold every launch of the look). A run that opens on a study whose
+comparison was left open (its answer "not settled") takes the next look first
+(``resume_look``): a larger --trials finishes the comparison before any new search.
 
 Pure: a snapshot in; the launches (and the state after) out, or nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from tuner.space.objectives import is_multi_objective
 from tuner.space.settings import baseline_params
+from tuner.stats.looks import LookPlan
 from tuner.study import attrs
+from tuner.study.facts.final_size import size_final
 from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
 
@@ -52,9 +58,9 @@ def due_stop(snap: Snapshot) -> Stop | None:
 def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     """The final comparison's first look before ``trigger`` is recorded, or nothing: the
     candidate is the defaults, was compared already, or the budget has no room left for
-    ``stop.final_launches`` launches a side (never fewer: the answer's test is the one the
+    the first look's launches a side (never fewer: the answer's test is the one the
     study's settings promise; the search's reserve keeps that room, see final_reserve)."""
-    facts, spec = snap.facts, snap.spec
+    facts = snap.facts
     candidate = facts.candidate()
     if candidate is None or candidate.keep_defaults or facts.baseline is None:
         return [], snap
@@ -63,26 +69,44 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     key = candidate.recommended
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
-    k = spec.stop.final_launches
+    looks = _sized_now(snap)
+    k = looks.first
     if snap.full_left < 2 * k:
         return [], snap
     config = facts.configs[key]
+    sized = looks.sized
+    then = f", then up to {sized} each while it is not settled" if sized > k else ""
     message = (
         f"final comparison: trial {config.trials[0]} and the defaults, "
-        f"{k} fresh launch{'es' if k != 1 else ''} each, interleaved, before "
+        f"{k} fresh launch{'es' if k != 1 else ''} each, interleaved{then}, before "
         "the answer (the search's own launches only chose it)"
     )
     queued = _slots(snap, key, range(2 * k), message)
     remembered = {"reason": trigger.reason, "detail": trigger.detail}
-    return queued, snap.with_state(snap.state.replace(final_trigger=remembered))
+    state = snap.state.replace(final_trigger=remembered, final_looks=looks)
+    return queued, snap.with_state(state)
 
 
-def second_look(snap: Snapshot) -> list[Launch]:
-    """The launches of the comparison's second look, when it is due (see the module): its
-    first look is done, its interval holds the bar, the space allows a second look, none
-    was taken, and the budget (--trials full loads, --hours) holds all of it."""
-    facts, spec = snap.facts, snap.spec
-    if not snap.state.final_trigger or spec.final_looks < 2 or not facts.final_blocks:
+def _sized_now(snap: Snapshot) -> LookPlan:
+    """The comparison's looks, sized again on the noise the search's launches measured
+    (fixed now, before its first launch), no larger than the budget's full launches hold;
+    the plan's (or the space's) where there is no noise to size from."""
+    facts = snap.facts
+    planned = facts.look_plan
+    if facts.noise is None or is_multi_objective(snap.spec):
+        return planned
+    sized = size_final(snap.spec, facts.noise).looks
+    room = max(sized.first, snap.full_left // 2)
+    return dataclasses.replace(sized, sized=min(sized.sized, room))
+
+
+def next_look(snap: Snapshot) -> list[Launch]:
+    """The launches of the comparison's next look, when it is due (see the module): its
+    last look is done and neither passed nor refuted it, and the budget (--trials full
+    loads, --hours) holds all of the next one. Each look's size is the plan's
+    (tuner/stats/looks.py), fixed before the comparison's first launch."""
+    facts = snap.facts
+    if not facts.final_blocks or pending(snap):
         return []
     verdicts = facts.final_comparisons()
     block = facts.final_blocks[-1]
@@ -92,24 +116,40 @@ def second_look(snap: Snapshot) -> list[Launch]:
     if not verdict.straddles:
         return []
     key = block.candidate
-    # Slots queued so far, whatever became of them: a failed launch is not a reason
-    # for a third look.
-    slots = sum(1 for t in snap.trials if t.role == attrs.FINAL and t.config == key)
-    most = spec.final_launches_most
-    if slots != spec.stop.final_launches or key not in facts.configs:
+    if key not in facts.configs:
         return []
-    extra = 2 * (most - slots)
+    # The candidate's launches queued so far, whatever became of them: a failed launch is
+    # not a reason for another look; a look is only taken whole.
+    queued = sum(1 for t in snap.trials if t.role == attrs.FINAL and t.config == key)
+    size = verdict.plan.size(verdict.look)
+    if queued != size:
+        return []
+    more = verdict.plan.size(verdict.look + 1)
+    extra = 2 * (more - size)
     if snap.full_left < extra or not snap.within_hours(extra * (snap.costs.full.per_launch_s or 0)):
         return []
     message = (
-        f"final comparison, second look: trial {facts.configs[key].trials[0]} is "
+        f"final comparison, look {verdict.look + 1}: trial {facts.configs[key].trials[0]} is "
         f"{verdict.gain.gain * 100:+.1f}% against the defaults, its "
         f"{verdict.gain.confidence * 100:g}% interval {verdict.lower * 100:+.1f}% to "
-        f"{verdict.upper * 100:+.1f}% holds the {verdict.bar * 100:.1f}% bar: "
-        f"{most - slots} more fresh launch{'es' if most - slots != 1 else ''} each, "
-        "interleaved, and it is judged again on all of them"
+        f"{verdict.upper * 100:+.1f}% neither clears the {verdict.bar * 100:.1f}% bar nor "
+        f"rules out a gain worth confirming: {more - size} more fresh "
+        f"launch{'es' if more - size != 1 else ''} each, interleaved, and it is judged again "
+        "on all of them"
     )
-    return _slots(snap, key, range(2 * slots, 2 * most), message)
+    return _slots(snap, key, range(2 * size, 2 * more), message)
+
+
+def resume_look(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
+    """On opening a run: the next look of a comparison a previous run left open (its answer
+    "not settled"), before any new search, with the budget's stop remembered."""
+    if snap.state.final_trigger:
+        return [], snap  # a run still waits on it: after_trial decides
+    found = next_look(snap)
+    if not found:
+        return [], snap
+    remembered = {"reason": attrs.BUDGET, "detail": f"used the budget of {snap.budget} launches"}
+    return found, snap.with_state(snap.state.replace(final_trigger=remembered))
 
 
 def _slots(snap: Snapshot, key: str, slots: range, message: str) -> list[Launch]:

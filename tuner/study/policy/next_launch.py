@@ -9,9 +9,10 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    first out, so they run before anything decided here);
 1. another worker stopped the study: this worker stops too;
 2. a **final comparison** waits or runs: nothing else is decided; once its launches are
-   done, its second look when the first held the bar (more launches a side), then the
-   stop it ran before is recorded;
-3. the cost plan, once, after the baseline launches (said and recorded);
+   done, its next look while the last one was open (neither passed nor refuted: more
+   launches a side, tuner/stats/looks.py), then the stop it ran before is recorded;
+3. the cost plan, once, after the baseline launches (said and recorded), with the final
+   comparison's sized looks (the budget keeps their launches from then on);
 4. the goal tracks the finished trial: a significant gain resets the patience;
 5. **confirmations**: what looks better than the incumbent, launched again (and, when the
    futility check rules out every untried change, or a screened study's plateau is due,
@@ -26,12 +27,15 @@ tuner/study/run/apply.py carries it out. After every trial (``after_trial``):
    interleaved; the answer rests on those launches alone);
 7. this worker's own budget (--worker-trials);
 8. the budget's last launches go to the **final checks**, then to the **final comparison**;
+   where the search has no candidate for one, they go to the search (the reserve is
+   released); a candidate with no room for its comparison stops the study ("not settled");
 9. when no trial waits, the next search launch: **the probe's nominee** (once) >
    **the local search** (limits steered around) > **TPE** with the frozen params held
    (else nothing is queued and optuna's sampler proposes freely).
 
 When a run opens (``opening``: a new or resumed study), before any trial: (recovery
-retries) > **baselines** (the defaults, ``stop.baseline_launches`` times; with screening,
+retries) > the **next look** of a final comparison a previous run left open >
+**baselines** (the defaults, ``stop.baseline_launches`` times; with screening,
 as many screening launches, then ``screening.baseline_launches`` full ones) >
 confirmations > the next search launch. Each step sees the launches decided before it, as
 if queued. Every launch's fidelity is tuner/study/policy/screening.py's rule; with
@@ -54,6 +58,10 @@ from tuner.study.policy.snapshot import Snapshot
 def opening(snap: Snapshot, goal: Goal) -> Decision:
     """The decision when a run opens, before its first trial (see the module)."""
     start = snap
+    resumed, snap = final_comparison.resume_look(snap)
+    if resumed:  # a comparison left open: its next look before any new search
+        return Decision(launches=tuple(resumed), state=snap.state)
+    snap = final_reserve.release_unused(snap)
     launches: list[Launch] = []
     for step in (baselines, goal.confirmations):
         decided = final_reserve.keep_final_reserve(snap, step(snap))
@@ -77,17 +85,19 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
         return Decision(stop=peer)
     if final_comparison.pending(snap):
         return Decision()  # the final comparison decides; nothing else is worth a launch
-    second = final_comparison.second_look(snap)
-    if second:  # its first look held the bar: more launches decide, then the stop
-        return Decision(launches=tuple(second))
+    more = final_comparison.next_look(snap)
+    if more:  # its last look was open: more launches decide, then the stop
+        return Decision(launches=tuple(more))
     done = final_comparison.due_stop(snap)
     if done is not None:
         return Decision(stop=done, state=snap.state.replace(final_trigger=None))
+    snap = final_reserve.release_unused(snap)
     start = snap
     launches: list[Launch] = []
     plan = cost_plan(snap)
     if plan is not None:
-        snap = snap.with_state(snap.state.replace(plan_said=True))
+        sized = plan.sizing.looks if plan.sizing is not None else None
+        snap = snap.with_state(snap.state.replace(plan_said=True, final_looks=sized))
     snap, messages = goal.track(snap)
     confirmations = final_reserve.keep_final_reserve(snap, goal.confirmations(snap))
     launches += confirmations
@@ -132,9 +142,9 @@ def after_trial(snap: Snapshot, goal: Goal) -> Decision:
         last = stops.budget_stop(snap)
         final, snap = goal.final_comparison(snap, last)  # and to the final comparison
         idle = not launches and not any(t.waiting or t.running for t in snap.trials)
-        if not final and idle and snap.spec.screening is None:
-            # No final comparison to make (no candidate, or no room for its launches): what
-            # is left of the budget can no longer change the answer. (With screening the
+        if not final and idle and snap.spec.screening is None and not snap.reserve_released:
+            # A candidate with no room left for its comparison: the answer is "not
+            # settled", and a larger --trials resumes with it. (With screening the
             # screening launches go on: a candidate they find still gets the full ones.)
             return decision(stops.reserve_stop(snap))
         launches += final

@@ -54,6 +54,9 @@ class Snapshot:
     """The study's budget in hours (--hours): None, no limit on time."""
     costs: LaunchCosts = field(default_factory=LaunchCosts)
     """What the study's launches took: seconds spent, and a launch's cost per fidelity."""
+    reserve_released: bool = False
+    """The final comparison's reserve went to the search (no candidate for one when the
+    budget was down to it): see ``releasing_reserve``."""
 
     # --- as the decision goes on ---------------------------------------------------------
 
@@ -117,17 +120,30 @@ class Snapshot:
 
     @property
     def final_reserve(self) -> int:
-        """Full launches the budget keeps for the final comparison: ``2 x
-        stop.final_launches``; none with several objectives, which have no final comparison,
-        nor in a budget too small to hold one after the opening's full baselines and a
-        search launch (``--trials 2``: the launches asked for are made, and the answer says
-        that no final comparison ran)."""
-        if is_multi_objective(self.spec):
+        """Full launches the budget keeps for the final comparison: both sides of its sized
+        look (the cost plan's ``tuner_final_looks``; ``stop.final_launches`` a side before
+        it), or of its first look where the budget cannot hold the sized one beside the
+        opening and a search launch; none with several objectives, which have no final
+        comparison, in a budget too small for even the first look (``--trials 2``: the
+        launches asked for are made, and the answer says no final comparison ran), or once
+        released (``reserve_released``)."""
+        if is_multi_objective(self.spec) or self.reserve_released:
             return 0
         stop, screening = self.spec.stop, self.spec.screening
         opening = stop.baseline_launches if screening is None else screening.baseline_launches
-        reserve = 2 * stop.final_launches
-        return reserve if self.budget >= opening + 1 + reserve else 0
+        looks = self.state.final_looks
+        for side in (
+            looks.sized if looks is not None else stop.final_launches,
+            stop.final_launches,
+        ):
+            if self.budget >= opening + 1 + 2 * side:
+                return 2 * side
+        return 0
+
+    def releasing_reserve(self) -> Snapshot:
+        """The snapshot with the final comparison's reserve given to the search: the budget
+        is down to it and the search has no candidate for a comparison."""
+        return dataclasses.replace(self, reserve_released=True)
 
     def within_hours(self, more_s: float) -> bool:
         """Whether ``more_s`` more seconds of launches, at their measured cost, keep the

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import optuna
 
 from tuner.space.spec import Space
+from tuner.stats.looks import LookPlan
 from tuner.storage import LaunchRow, Store
 from tuner.study.facts.analysis import StudyAnalysis, analyze
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes, launch_costs, launch_times
@@ -35,6 +36,8 @@ class FactsReader:
         self._facts: StudyAnalysis | None = None
         self._limits: tuple[LimitData, ...] | None = None
         self.rows: Sequence[LaunchRow] = ()
+        self.looks: LookPlan | None = None
+        """The final comparison's looks as the study sized them (set from its state)."""
 
     def facts(self) -> StudyAnalysis:
         rows = self.store.launches(self.space.study_name)
@@ -44,7 +47,7 @@ class FactsReader:
             self._limits = None
             self._key = key
         self.rows = rows
-        return self._facts
+        return self._facts.with_looks(self.looks)
 
     def limit_data(self) -> tuple[LimitData, ...]:
         """Each limit's measurements (none without ``objective.subject_to``), read again
@@ -84,8 +87,9 @@ def snapshot(
     hours: float | None = None,
 ) -> Snapshot:
     """The study as the policy sees it now."""
-    facts = reader.facts()
     state = StudyState.from_attrs(study.user_attrs)
+    reader.looks = state.final_looks  # the answer's looks, as sized
+    facts = reader.facts()
     trials = trial_views(study)
     times = launch_times(reader.rows) if not state.plan_said else LaunchTimes(0, None, None)
     return Snapshot(
