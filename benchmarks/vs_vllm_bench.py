@@ -306,7 +306,7 @@ def run_tuner_bench(python: str, url: str, load: Load, cpu: int | None) -> dict:
         python, "-m", "tuner", "bench", "--url", url, "--model", SERVED,
         "--concurrency", str(load.concurrency), "--requests", str(load.requests),
         "--prompt-tokens", str(load.prompt_tokens), "--max-tokens", str(load.max_tokens),
-        "--format", "json", "--no-record",
+        "--format", "json",
     ]  # fmt: skip
     done = subprocess.run(
         argv, env=_env(), preexec_fn=_pinned(cpu), capture_output=True, text=True, timeout=600,

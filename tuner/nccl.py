@@ -179,11 +179,17 @@ CUDA_DEVICE_MAX_CONNECTIONS_RANGE = (1, 32)
 
 
 class NcclEnvError(ValueError):
-    """An NCCL variable NCCL itself would reject; ``warn`` is the text after ``NCCL WARN``."""
+    """An NCCL variable NCCL itself would reject; ``warn`` is the text after ``NCCL WARN``.
 
-    def __init__(self, warn: str) -> None:
+    ``unknown`` is the word NCCL did not know, if that was the trouble, and ``known`` the
+    words it knows in that place (for a "did you mean").
+    """
+
+    def __init__(self, warn: str, unknown: str | None = None, known: tuple[str, ...] = ()) -> None:
         super().__init__(warn)
         self.warn = warn
+        self.unknown = unknown
+        self.known = known
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,9 @@ def parse_selection(var: str, raw: str, universe: tuple[str, ...]) -> SelectionL
                 func, _, first = token.partition(":")
                 func = func.strip().lower()
                 if func not in FUNCTIONS:
-                    raise NcclEnvError(f'Invalid {var} "{raw}": unknown collective "{func}"')
+                    raise NcclEnvError(
+                        f'Invalid {var} "{raw}": unknown collective "{func}"', func, FUNCTIONS
+                    )
                 current = (func, [first.strip()] if first.strip() else [])
                 groups.append(current)
             else:
@@ -268,6 +276,8 @@ def _resolve_tokens(
     for name in names:
         key = name.strip().lower()
         if key not in universe:
-            raise NcclEnvError(f'Invalid {var} "{raw}": unknown value "{name.strip()}"')
+            raise NcclEnvError(
+                f'Invalid {var} "{raw}": unknown value "{name.strip()}"', name.strip(), universe
+            )
         chosen.add(key)
     return frozenset(universe) - chosen if exclude else frozenset(chosen)

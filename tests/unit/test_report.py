@@ -271,3 +271,50 @@ def test_the_ceiling_is_a_paragraph_of_the_answer_only_with_the_probe(tmp_path: 
     page = render(dataclasses.replace(data, answer=dataclasses.replace(data.answer, ceiling=c)))
     assert '<p id="ceiling">Ceiling: Measured 80 tok/s is 80.0% of the bound 100 tok/s' in page
     assert "no launch setting of this study can give more than 1.6%" in page
+
+
+def test_the_answer_carries_the_probe_s_finding_and_the_drift_as_best_does(
+    tmp_path: Path,
+) -> None:
+    from tuner.views.best_print import probe_lines
+    from tuner.views.probe_summary import ProbeSummary
+
+    data = build_report(hand_study(tmp_path, GAIN), "hand")
+    assert data.answer.final is not None and data.answer.final.lines()
+    page = render(data)
+    drift = data.answer.final.lines()[0]
+    assert drift.startswith("Drift: ")
+    assert f'<p id="drift">{svg.esc(drift)}</p>' in page
+    assert 'id="probe"' not in page  # no probe in the space: nothing said of it
+    probe = ProbeSummary(
+        size=14336,
+        allreduces_per_token=122,
+        default_us=67.4,
+        best_us=67.1,
+        best_env={"NCCL_PROTO": "LL"},
+        floor_tokens_per_s=122.2,
+        measured_tokens_per_s=81.2,
+        comm_share=0.67,
+        finding="NCCL settings cannot help at these sizes: no setting's probe beats the default's",
+        frozen=("NCCL_PROTO",),
+        probed=20,
+        pruned=0,
+    )
+    page = render(dataclasses.replace(data, answer=dataclasses.replace(data.answer, probe=probe)))
+    for line in probe_lines(probe, 1):  # the lines `tuner best` prints, each of them
+        assert svg.esc(line) in page
+    assert "Probe finding: NCCL settings cannot help at these sizes" in page
+
+
+def test_the_effects_write_values_as_the_space_file_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A boolean choice is True in the space file, `tuner best` and the page, never 1."""
+    from tests.unit import views_helpers
+
+    car = {"args": ["--disable-custom-all-reduce"], "choices": ["default", True]}
+    monkeypatch.setitem(views_helpers.SPACE, "params", {"car": car})
+    storage = hand_study(tmp_path, [BASELINE, BASELINE_AGAIN, ({"car": True}, [82.0] * 3)])
+    data = build_report(storage, "hand")
+    assert [(e.param, e.value) for e in data.effects] == [("car", "True")]
+    assert "<td>car</td><td>True</td>" in render(data)

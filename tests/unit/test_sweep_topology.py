@@ -9,11 +9,13 @@ import optuna
 import pytest
 import yaml
 
-from tests.fakes import FakeRunner, FakeTopologyNvml
+from tests.fakes import FakeRunner, FakeTopologyNvml, RecordingObserver
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.run.sweep import SweepOutcome, run_sweep
+from tuner.study.run.topology import unknown_topology_line
+from tuner.telemetry.gpu import NullGpuBackend
 from tuner.telemetry.topology import TopologyRead, read_topology
 
 SPACE = {
@@ -75,3 +77,41 @@ def test_without_nvml_nothing_is_skipped_and_the_reason_is_stored(tmp_path: Path
     _, runner, study = _run(tmp_path, gone)
     assert any(changed.get("car") is True for _, changed in runner.launched)
     assert study.user_attrs[attrs.TOPOLOGY] == {"unavailable": "NVML not found (no NVIDIA driver)"}
+
+
+def test_without_nvml_a_run_says_why_once(tmp_path: Path) -> None:
+    """The GPU backend's line already said NVML is missing (the console prints it): the
+    topology's line says what that costs without naming NVML again."""
+    gone = FakeTopologyNvml(0, init_error=FakeTopologyNvml.NVMLError_LibraryNotFound())
+    path = tmp_path / "car.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    storage = f"sqlite:///{tmp_path}/car.db"
+    observer = RecordingObserver()
+    run_sweep(
+        load_space(path),
+        storage=storage,
+        n_trials=3,
+        seed=1,
+        observer=observer,
+        gpu=NullGpuBackend("NVML not found (no NVIDIA driver): GPU telemetry off"),
+        runner=FakeRunner(Store(storage), "car", speed=lambda p: 100.0, seed=1),
+        read_topology=lambda: read_topology(gone, run_smi=None),
+    )
+    said = [e[1] for e in observer.events if e[0] == "message"]
+    assert [m for m in said if "NVML" in m] == []
+    assert (
+        "topology: unknown: settings that depend on it (the custom all-reduce) stay searched"
+    ) in said
+
+
+def test_an_unknown_topology_names_its_reason_when_nothing_said_it() -> None:
+    unknown = TopologyRead(None, "NVML not found (no NVIDIA driver)")
+    assert unknown_topology_line(unknown) == (
+        "unknown (NVML not found (no NVIDIA driver)): settings that depend on it "
+        "(the custom all-reduce) stay searched"
+    )
+    said = "NVML not found (no NVIDIA driver): GPU telemetry off"
+    assert str(unknown_topology_line(unknown, said)).startswith("unknown: settings")
+    other = unknown_topology_line(unknown, "no NVIDIA GPU: GPU telemetry off")
+    assert str(other).startswith("unknown (NVML not found")
+    assert str(unknown_topology_line(TopologyRead(None, None))).startswith("unknown: settings")

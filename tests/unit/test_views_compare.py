@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, BASELINE_AGAIN, hand_study
-from tuner.errors import StoreError
+from tuner.errors import ConfigError, StoreError
 from tuner.views.compare import compare_report, print_compare
 
 SLOWER = ({"compilation": 0}, [61.0, 61.2, 60.9])
@@ -56,3 +56,9 @@ def test_a_trial_without_a_measurement_cannot_be_compared(tmp_path: Path) -> Non
     storage = hand_study(tmp_path, [BASELINE, ({"compilation": 0}, None)])
     with pytest.raises(StoreError, match="trial 1 of 'hand' has no completed measurement"):
         compare_report(storage, "hand", 1, 0)
+
+
+def test_a_trial_number_the_study_does_not_have_is_named_with_the_range(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, [BASELINE, BASELINE_AGAIN, SLOWER])
+    with pytest.raises(ConfigError, match=r"'hand' has no trial 7: its trials are 0 to 2"):
+        compare_report(storage, "hand", 0, 7)

@@ -78,3 +78,27 @@ def test_a_study_on_one_kind_of_hardware_just_names_its_hosts(tmp_path: Path) ->
     data = report.to_json()
     assert data["hosts"] == [Store(storage).launches("hand")[0].host]
     assert "other_fingerprints" not in data
+
+
+def test_the_hosts_line_gives_the_versions_the_servers_reported(tmp_path: Path) -> None:
+    """The fingerprint is taken before any server runs, from the packages beside tuner
+    (NCCL -, vLLM -); the inventory, which `tuner show` prints, has what the servers said."""
+    storage = hand_study(tmp_path, [BASELINE, BASELINE_AGAIN])
+    store = Store(storage)
+    for launch in store.launches("hand"):
+        store.update_launch(launch.id, host="vm", fingerprint="ccc")
+    store.register_worker(
+        "hand",
+        "vm:1:1",
+        host="vm",
+        fingerprint="ccc",
+        hardware={"gpu_count": 0, "cpu_model": "AMD EPYC", "cpu_count": 2},
+    )
+    lines = best_report(storage, "hand").hardware.lines()  # type: ignore[union-attr]
+    assert lines == ["Hosts: vm (no GPU, 2 x AMD EPYC, NCCL -, vLLM -)"]
+    inventory = {"hostname": "vm", "nccl_version": "2.31.0+cuda12.9", "server_version": "0.0.0-sim"}
+    store.update_study("hand", inventory=inventory)
+    lines = best_report(storage, "hand").hardware.lines()  # type: ignore[union-attr]
+    assert lines == ["Hosts: vm (no GPU, 2 x AMD EPYC, NCCL 2.31.0+cuda12.9, vLLM 0.0.0-sim)"]
+    # the digest stays the fingerprint's: a resumed study still matches its hosts
+    assert best_report(storage, "hand").to_json()["fingerprint"]["fingerprint"] == "ccc"

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from tests.unit.views_helpers import BASELINE, FAILED_REASON, hand_study
-from tuner.errors import StoreError
+from tuner.errors import ConfigError, StoreError
 from tuner.launcher.load_phases import LoadPhases
 from tuner.storage.store import Store
 from tuner.views.trials import load_line, print_trial, print_trials, trial_detail, trials_rows
@@ -148,3 +148,28 @@ def test_show_prints_the_fidelity_and_the_phases_of_the_load(tmp_path: Path) -> 
     row = store.launch_for_trial("hand", 1)
     assert row is not None
     assert load_line(row) == "load (full): weights 30.0 s (never healthy)"
+
+
+def test_show_of_a_trial_number_the_study_does_not_have_says_which_it_has(
+    tmp_path: Path,
+) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    with pytest.raises(ConfigError, match=r"'hand' has no trial 99: its trials are 0 to 2"):
+        trial_detail(storage, "hand", 99)
+    with pytest.raises(ConfigError, match="has no trial -1"):
+        trial_detail(storage, "hand", -1)
+
+
+def test_show_of_a_launch_that_never_became_healthy_says_so_not_nan(tmp_path: Path) -> None:
+    storage = hand_study(tmp_path, STUDY)
+    store = Store(storage)
+    launch = store.launch_for_trial("hand", 1)
+    assert launch is not None
+    store.update_launch(
+        launch.id, status="failed", reason="exited with code 1", seconds_to_healthy=None
+    )
+    console = Console(record=True, width=200)
+    print_trial(storage, "hand", 1, console)
+    text = console.export_text()
+    assert "never healthy" in text
+    assert "nan" not in text.lower().replace("nccl", "")

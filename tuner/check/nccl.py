@@ -27,6 +27,7 @@ from tuner.nccl import (
     LEVEL_VARIABLES,
     NTHREADS_VALUES,
     PATH_TYPES,
+    PROTOCOL_NAMES,
     PROTOCOLS,
     TOPOLOGY_LEVELS,
     NcclEnvError,
@@ -39,12 +40,14 @@ NcclFinding = tuple[Level, str]
 
 
 def check_nccl(space: Space, found: Findings) -> None:
-    """Check every NCCL variable the space sets, fixed or swept."""
-    seen = False
+    """Check every NCCL variable the space sets, fixed or swept; each finding said once
+    (a misspelt name is the same error for every value of its param)."""
+    seen: set[tuple[str, Level, str]] = set()
     for key, name, value in produced_env(space):
         for level, message in check_nccl_variable(name, value):
-            seen = True
-            found.add(level, key, message)
+            if (key, level, message) not in seen:
+                seen.add((key, level, message))
+                found.add(level, key, message)
     if not seen and any(_is_nccl_name(n) for _, n, _ in produced_env(space)):
         found.add("ok", "params", "NCCL variables are spelled and valued as NCCL accepts them")
 
@@ -121,7 +124,9 @@ def _nccl_value(name: str, value: str) -> list[NcclFinding]:
         return [("error", f"{name}={value!r}: NCCL reads 0 or 1")]
     allowed = ENUM_VALUES.get(name)
     if allowed and value.upper() not in allowed:
-        return [("error", f"{name}={value!r}: NCCL accepts {', '.join(allowed)}")]
+        near = difflib.get_close_matches(value.upper(), list(allowed), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        return [("error", f"{name}={value!r}: NCCL accepts {', '.join(allowed)}{hint}")]
     return []
 
 
@@ -134,8 +139,8 @@ def _selection_value(name: str, value: str) -> list[NcclFinding]:
         return [
             (
                 "error",
-                f"{exc.warn}; NCCL accepts {', '.join(universe)} "
-                "(^ excludes, 'collective:list' per collective)",
+                f"{exc.warn}; NCCL accepts {', '.join(_written(v) for v in universe)} "
+                f"(^ excludes, 'collective:list' per collective){_did_you_mean(exc)}",
             )
         ]
     if name == "NCCL_ALGO" and parsed.bare:
@@ -148,6 +153,19 @@ def _selection_value(name: str, value: str) -> list[NcclFinding]:
             )
         ]
     return []
+
+
+def _written(value: str) -> str:
+    """A protocol as space files and NCCL's documentation write it (LL, LL128, Simple); an
+    algorithm as they write it too (allreduce:ring)."""
+    return PROTOCOL_NAMES.get(value, value)
+
+
+def _did_you_mean(exc: NcclEnvError) -> str:
+    if exc.unknown is None:
+        return ""
+    near = difflib.get_close_matches(exc.unknown.lower(), exc.known, n=1, cutoff=0.6)
+    return f"; did you mean {_written(near[0])}?" if near else ""
 
 
 def _buffer_size(name: str, value: str) -> list[NcclFinding]:

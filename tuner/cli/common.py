@@ -11,7 +11,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.highlighter import Highlighter
 from rich.markup import escape
+from rich.text import Text
 
 from tuner import exit_codes
 from tuner.errors import ConfigError, NoAnswerError, Terminated, TunerError
@@ -31,6 +33,49 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
+
+class _Folding(Highlighter):
+    """Another highlighter's colours, on text that folds a word too wide for its column."""
+
+    def __init__(self, inner: Highlighter) -> None:
+        self.inner = inner
+
+    def highlight(self, text: Text) -> None:
+        self.inner.highlight(text)
+        text.overflow = "fold"
+
+
+def _fold_help_words() -> None:
+    """Fold, never cut, a word wider than its column of a ``--help`` panel.
+
+    Typer renders an option's name and help with rich's default overflow, which cuts such a
+    word with '…' (``sqlite:///experiments.…`` at 80 columns); folding keeps every character.
+    Typer has no setting for it, so its two builders are wrapped; an older or newer Typer
+    without them keeps its own rendering.
+    """
+    from typer import rich_utils
+
+    build = getattr(rich_utils, "_get_parameter_help", None)
+    if build is None or getattr(build, "tuner_folds", False):
+        return
+
+    def folded(**kwargs: Any) -> Any:
+        columns = build(**kwargs)
+        for item in getattr(columns, "renderables", ()):
+            if isinstance(item, Text):
+                item.overflow = "fold"
+        return columns
+
+    folded.tuner_folds = True  # type: ignore[attr-defined]
+    rich_utils._get_parameter_help = folded
+    for name in ("highlighter", "negative_highlighter"):
+        inner = getattr(rich_utils, name, None)
+        if isinstance(inner, Highlighter):
+            setattr(rich_utils, name, _Folding(inner))
+
+
+_fold_help_words()
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 SpaceOpt = Annotated[
@@ -42,6 +87,12 @@ StorageOpt = Annotated[
 ]
 StudyOpt = Annotated[
     str | None, typer.Option("--study", help="Study name (default: from the space file).")
+]
+ReadStudyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--study", help="Study name (default: the --space file's, else the only one stored)."
+    ),
 ]
 OptSpaceOpt = Annotated[
     Path | None, typer.Option("--space", "-s", help="Space file whose study to read.")

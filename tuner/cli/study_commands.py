@@ -13,6 +13,7 @@ from tuner import exit_codes
 from tuner.cli.common import (
     TABLE_OR_JSON,
     OptSpaceOpt,
+    ReadStudyOpt,
     SpaceOpt,
     StorageOpt,
     StudyOpt,
@@ -22,6 +23,7 @@ from tuner.cli.common import (
     handles_errors,
     out,
 )
+from tuner.errors import ConfigError
 from tuner.secrets import safe_url
 from tuner.storage import DEFAULT_STORAGE
 
@@ -45,7 +47,7 @@ def run(
         float | None,
         typer.Option(
             "--hours",
-            min=0.01,
+            # at least 0.01, checked below: typer's "[x>=0.01]" would narrow every help line
             help="Stop the search before its measured launch costs would pass this many hours "
             "(the final comparison's full launches kept within them).",
         ),
@@ -77,6 +79,9 @@ def run(
 ) -> None:
     """Run (or resume) a sweep: launch the server per trial, benchmark, stop early on a plateau."""
     from tuner.views.console import run_with_console
+
+    if hours is not None and not hours >= 0.01:
+        raise ConfigError(f"--hours {hours:g}: give at least 0.01 (36 seconds)")
 
     result = run_with_console(
         space,
@@ -148,7 +153,7 @@ def check(
 @handles_errors
 def best(
     space: OptSpaceOpt = None,
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
     fmt: Annotated[
         str,
@@ -189,7 +194,7 @@ def best(
 @handles_errors
 def report(
     space: OptSpaceOpt = None,
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
     out_file: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path(
         "report.html"
@@ -222,7 +227,7 @@ def report(
 @handles_errors
 def trials_cmd(
     space: OptSpaceOpt = None,
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """One line per trial: number, status, changed params, objective, reason for failures."""
@@ -237,7 +242,7 @@ def trials_cmd(
 def show(
     trial: Annotated[int, typer.Argument(help="Trial number.")],
     space: OptSpaceOpt = None,
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Everything about one trial: settings, levels, telemetry, log tail; and the inventory."""
@@ -253,7 +258,7 @@ def compare(
     a: Annotated[int, typer.Argument(help="Trial number A.")],
     b: Annotated[int, typer.Argument(help="Trial number B.")],
     space: OptSpaceOpt = None,
-    study: StudyOpt = None,
+    study: ReadStudyOpt = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Is trial A better than trial B? The difference with its interval, and the verdict."""
@@ -280,7 +285,9 @@ def compare_studies_cmd(
 @app.command()
 @handles_errors
 def cleanup(
-    study: StudyOpt = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="Study name (default: every study stored).")
+    ] = None,
     storage: StorageOpt = DEFAULT_STORAGE,
 ) -> None:
     """Stop servers a dead tuner left on this host, fail its trials and queue them again.
@@ -309,8 +316,10 @@ def dashboard(
         typer.Option(help="optuna artifact folder (default: beside the database)."),
     ] = None,
 ) -> None:
-    """Open the study in optuna-dashboard (pip install 'tuner\\[dashboard]'), with the
-    HTML report of `tuner report` among its artifacts."""
+    """Open the study in optuna-dashboard, the report of `tuner report` among its artifacts.
+
+    Needs optuna-dashboard: pip install 'tuner\\[dashboard]'.
+    """
     from tuner.views.dashboard import run_dashboard
 
     raise typer.Exit(run_dashboard(storage, port, artifacts))

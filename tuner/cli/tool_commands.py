@@ -54,7 +54,7 @@ def bench(
     ] = 0.0,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
     record: Annotated[
-        bool, typer.Option(help="Store the measurement in the study database.")
+        bool, typer.Option("--record", help="Store the measurement in the study database.")
     ] = False,
     study: Annotated[str, typer.Option(help="Study to record into.")] = "bench",
     storage: StorageOpt = DEFAULT_STORAGE,
@@ -151,9 +151,15 @@ def _levels(text: str) -> tuple[int, ...]:
 )
 def sim(ctx: typer.Context) -> None:
     """Run the simulated vLLM server by hand (flags: tuner sim --help)."""
+    args = list(ctx.args)
+    if {"-h", "--help"} & set(args):
+        from tuner.cli.sim_help import print_sim_help
+
+        print_sim_help(out)  # argparse parses, Typer's style shows (cli/sim_help.py says why)
+        raise typer.Exit(0)
     from tuner.sim.__main__ import main as sim_main
 
-    raise typer.Exit(sim_main(list(ctx.args)))
+    raise typer.Exit(sim_main(args))
 
 
 probe_app = typer.Typer(

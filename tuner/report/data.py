@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 
 from tuner.errors import NoAnswerError
 from tuner.report.telemetry import TelemetryChart, telemetry_charts
-from tuner.space.settings import changed_from_defaults
+from tuner.space.settings import canonical_value, changed_from_defaults
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
@@ -282,6 +282,11 @@ def effects(facts: analysis.StudyAnalysis) -> tuple[Effect, ...]:
     draws = model.draws(np.random.default_rng(EFFECT_SEED))
     tried = model.times_tried()
     confidence = spec.stop.confidence
+    # the model keys a value as the server sees it (True is "1"); the page writes it as
+    # the space file and `tuner best` do
+    written = {
+        (name, canonical_value(v)): str(v) for name, vs in model.levels.items() for v in vs[1:]
+    }
     found = []
     for (name, value), column in model.index.items():
         if tried[column] == 0:
@@ -291,7 +296,7 @@ def effects(facts: analysis.StudyAnalysis) -> tuple[Effect, ...]:
         found.append(
             Effect(
                 param=name,
-                value=value,
+                value=written.get((name, value), value),
                 median=float(median),
                 low=float(low),
                 high=float(high),

@@ -17,6 +17,7 @@ from tuner.report.svg import esc
 from tuner.study.facts.load_costs import PARTS, LoadCosts, load_costs_sentence
 from tuner.views.best import ConfigEntry
 from tuner.views.best_pareto import ParetoView
+from tuner.views.best_print import probe_lines
 from tuner.views.compare_studies import LevelBest, StudiesComparison
 from tuner.views.deploy import deployment_text
 
@@ -167,6 +168,11 @@ def _answer_section(data: ReportData) -> str:
     if a.screening is not None:  # views/best_screening.py: screening searched, full decided
         lines = a.screening.lines()
         parts.append(f'<p id="screening">{"<br>".join(esc(x) for x in lines)}</p>')
+    if a.final is not None and a.final.lines():  # views/best_final.py: the drift
+        parts.append(f'<p id="drift">{"<br>".join(esc(x) for x in a.final.lines())}</p>')
+    if a.probe is not None:  # views/probe_summary.py: the floor, the share, the finding
+        lines = probe_lines(a.probe, a.concurrency)
+        parts.append(f'<p id="probe">{"<br>".join(esc(x) for x in lines)}</p>')
     if a.ceiling is not None:  # views/ceiling_summary.py: the bound, the share, the gap
         sentence = a.ceiling.sentence
         parts.append(f'<p id="ceiling">Ceiling: {esc(sentence[:1].upper() + sentence[1:])}.</p>')

@@ -89,7 +89,7 @@ def print_best(
         console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
         if report.final is not None:
             for line in report.final.lines():
-                console.print(line, highlight=False, markup=False, soft_wrap=True)
+                console.print(line, highlight=False, markup=False)
         if report.could_have_missed is not None:
             console.print(report.could_have_missed.text, highlight=False)
         if not report.keep_defaults:
@@ -97,24 +97,23 @@ def print_best(
                 "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
             )
     for line in report.screening.lines() if report.screening is not None else ():
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(line, highlight=False, markup=False)
     if report.probe is not None:
         for line in probe_lines(report.probe, report.concurrency):
             console.print(line, highlight=False, markup=False)
     if report.ceiling is not None:
-        console.print(
-            f"Ceiling: {report.ceiling.sentence}.", highlight=False, markup=False, soft_wrap=True
-        )
+        console.print(f"Ceiling: {report.ceiling.sentence}.", highlight=False, markup=False)
     for line in report.capacity.lines() if report.capacity is not None else ():
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(line, highlight=False, markup=False)
     if report.limits is not None:
         for line in report.limits.lines(report.metric):
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            console.print(line, highlight=False, markup=False)
+    # every line wrapped at the console's width alike (none left to the terminal's cut)
     for line in report.topology.lines() if report.topology is not None else ():
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        console.print(line, highlight=False, markup=False)
     if report.hardware is not None:
         for line in report.hardware.lines():
-            console.print(line, highlight=False, markup=False, soft_wrap=True)
+            console.print(line, highlight=False, markup=False)
     t = report.trials
     console.print(
         f"Trials: {t.complete} complete, {t.failed} failed, {t.pruned} pruned. "

@@ -16,6 +16,7 @@ from tuner import stats
 from tuner.errors import StoreError
 from tuner.study.facts import analysis
 from tuner.views.study_access import open_study
+from tuner.views.trials import require_trial
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class CompareReport:
 def compare_report(storage: str, study: str, a: int, b: int) -> CompareReport:
     """Trial ``a`` against trial ``b``; StoreError when either has no completed measurement."""
     opened = open_study(storage, study)
+    for number in (a, b):
+        require_trial(opened, study, number)
     space = opened.space
     facts = analysis.analyze(opened.store, space)
     by_trial = {n: c for c in facts.configs.values() for n in c.trials}

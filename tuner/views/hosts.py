@@ -12,12 +12,14 @@ are left out and named, with their hosts, so they can be asked for.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.telemetry.fingerprint import Fingerprint
+from tuner.telemetry.inventory import Inventory
 
 
 @dataclass(frozen=True)
@@ -82,13 +84,17 @@ def study_hardware(store: Store, study: str, wanted: str | None = None) -> Study
             f"its fingerprints: {known}"
         )
     chosen = wanted or (counts.most_common(1)[0][0] if counts else None)
-    facts = {w.fingerprint: Fingerprint(facts=w.hardware).describe() for w in store.workers(study)}
+    facts = {w.fingerprint: w.hardware for w in store.workers(study)}
+    row = store.study(study)
+    seen = Inventory.from_dict(row.inventory) if row is not None and row.inventory else None
 
     def group(digest: str | None, members: list[LaunchRow]) -> HardwareGroup:
+        hosts = tuple(sorted({r.host for r in members}))
+        hardware = facts.get(digest) if digest is not None else None
         return HardwareGroup(
             fingerprint=digest,
-            described=facts.get(digest) if digest is not None else None,
-            hosts=tuple(sorted({r.host for r in members})),
+            described=_described(hardware, seen, hosts) if hardware is not None else None,
+            hosts=hosts,
             launches=len(members),
         )
 
@@ -99,3 +105,18 @@ def study_hardware(store: Store, study: str, wanted: str | None = None) -> Study
         if digest != chosen
     )
     return StudyHardware(used=used, others=others)
+
+
+def _described(hardware: Mapping[str, Any], seen: Inventory | None, hosts: tuple[str, ...]) -> str:
+    """The fingerprint in words, with NCCL's and the server's versions as its servers
+    reported them (the study's inventory, which `tuner show` prints) on a host of the group.
+
+    The fingerprint is taken before any server starts, from the packages beside tuner: a
+    server run from another environment (the simulator, a vLLM of its own venv) is seen
+    only by the inventory. The digest stays the fingerprint's own.
+    """
+    facts = dict(hardware)
+    if seen is not None and seen.hostname in hosts:
+        facts["nccl"] = seen.nccl_version or facts.get("nccl")
+        facts["vllm"] = seen.server_version or facts.get("vllm")
+    return Fingerprint(facts=facts).describe()

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tuner.errors import StoreError
+from tuner.errors import ConfigError, StoreError
 from tuner.launcher.load_phases import PHASE_LABELS, LoadPhases
 from tuner.space.settings import changed_from_defaults
 from tuner.space.spec import Scalar
@@ -154,6 +154,7 @@ class TrialDetail:
 def trial_detail(storage: str, study: str, number: int) -> TrialDetail:
     """The launch of trial ``number``; StoreError when that trial never launched a server."""
     opened = open_study(storage, study)
+    require_trial(opened, study, number)
     launches = opened.store.launches_for_trial(study, number)
     if not launches:
         raise StoreError(
@@ -167,6 +168,24 @@ def trial_detail(storage: str, study: str, number: int) -> TrialDetail:
         inventory=row.inventory if row else None,
         earlier=tuple(launches[:-1]),
     )
+
+
+def require_trial(opened: StoredStudy, study: str, number: int) -> None:
+    """ConfigError, with the numbers there are, when the study has no trial ``number``."""
+    numbers = sorted(t.number for t in opened.optuna_study.get_trials(deepcopy=False))
+    if number in numbers:
+        return
+    if not numbers:
+        there = "it has no trial yet"
+    elif numbers == list(range(numbers[0], numbers[-1] + 1)):
+        there = (
+            f"its trials are {numbers[0]} to {numbers[-1]}"
+            if len(numbers) > 1
+            else f"its one trial is {numbers[0]}"
+        )
+    else:
+        there = f"its trials are {', '.join(map(str, numbers))}"
+    raise ConfigError(f"{study!r} has no trial {number}: {there} (see `tuner trials`)")
 
 
 LEVEL_COLUMNS = (
@@ -205,10 +224,12 @@ def print_trial(storage: str, study: str, number: int, console: Console) -> None
             + (f": {escape(before.reason)}" if before.reason else ""),
             highlight=False,
         )
-    console.print(
-        f"pid {launch.pid} on {launch.host}; healthy after "
-        f"{launch.seconds_to_healthy or float('nan'):.1f} s; log {launch.log_path}"
+    healthy = (
+        "never healthy"
+        if launch.seconds_to_healthy is None
+        else f"healthy after {launch.seconds_to_healthy:.1f} s"
     )
+    console.print(f"pid {launch.pid or '-'} on {launch.host}; {healthy}; log {launch.log_path}")
     console.print(load_line(launch), highlight=False)
     if detail.levels:
         console.print(_levels_table(detail.levels))

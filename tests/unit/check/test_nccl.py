@@ -36,7 +36,7 @@ def test_nccl_spelling_and_values_in_the_space(tmp_path: Path) -> None:
         ("NCCL_ALGO", "allreduce:rnig", "error", "unknown value"),
         ("NCCL_ALGO", "allreduc:ring", "error", "unknown collective"),
         ("NCCL_PROTO", "^LL128", None, ""),
-        ("NCCL_PROTO", "LL256", "error", "ll, ll128, simple"),
+        ("NCCL_PROTO", "LL256", "error", "NCCL accepts LL, LL128, Simple"),
         ("NCCL_MIN_NCHANNELS", "4", None, ""),
         ("NCCL_MAX_NCHANNELS", "0", "error", "outside 1..64"),
         ("NCCL_MAX_NCHANNELS", "eight", "error", "not an integer"),
@@ -66,3 +66,37 @@ def test_nccl_variable_table(name: str, value: str, level: str | None, words: st
     else:
         assert [f[0] for f in found] == [level]
         assert words in found[0][1]
+
+
+def test_a_misspelt_variable_is_one_error_for_all_its_values(tmp_path: Path) -> None:
+    report = run_check(
+        tmp_path,
+        params={
+            "NCCL_PROTO": {"env": "NCCL_PRTO", "choices": ["default", "LL", "LL128", "Simple"]}
+        },
+    )
+    errors = messages(report, "error").splitlines()
+    assert errors == [
+        "params.NCCL_PROTO: NCCL_PRTO is not an NCCL variable (NCCL ignores unknown names "
+        "silently); did you mean NCCL_PROTO?"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("NCCL_ALGO", "allreduce:rnig", "; did you mean ring?"),
+        ("NCCL_ALGO", "allreduc:ring", "; did you mean allreduce?"),
+        ("NCCL_PROTO", "Simpel", "; did you mean Simple?"),
+        ("NCCL_PROTO", "^LL12", "; did you mean LL128?"),
+        ("NCCL_DEBUG", "INFOO", "; did you mean INFO?"),
+    ],
+)
+def test_a_misspelt_value_gets_a_did_you_mean_as_written(name: str, value: str, words: str) -> None:
+    ((level, message),) = check_nccl_variable(name, value)
+    assert level == "error" and message.endswith(words)
+
+
+def test_a_value_far_from_any_gets_no_guess() -> None:
+    ((_, message),) = check_nccl_variable("NCCL_PROTO", "fastest")
+    assert "did you mean" not in message and "NCCL accepts LL, LL128, Simple" in message

@@ -212,13 +212,20 @@ def _run_joined(
 
     recover()
     # The GPUs' topology, stored with the study: the settings vLLM ignores on it are skipped.
-    topo = prepare_topology(study, space, observer, read_topology or default_topology_reader)
+    topo = prepare_topology(
+        study,
+        space,
+        observer,
+        read_topology or default_topology_reader,
+        said=None if gpu.available else getattr(gpu, "reason", None),
+    )
     if preflight and runner is None:
         # `tuner check` first: a bad flag or a misspelt NCCL variable fails in seconds,
         # not after a model load. An injected runner launches nothing: nothing to check.
         report = check_space(space, storage=storage, topology=topo)
         for item in report.warnings:
-            observer.message(f"check: {item.key}: {item.message}")
+            if item.key != "topology":  # said just above, with what it costs
+                observer.message(f"check: {item.key}: {item.message}")
         if not report.ok:
             raise ConfigError(
                 "\n".join(f"{space.path}: {i.key}: {i.message}" for i in report.errors)

@@ -29,11 +29,17 @@ def prepare_topology(
     space: Space,
     observer: SweepObserver,
     read: TopologyReader = read_topology,
+    said: str | None = None,
 ) -> TopologyRead:
-    """The topology read, stored with the params vLLM ignores on it, both said."""
+    """The topology read, stored with the params vLLM ignores on it, both said.
+
+    ``said``: why there are no GPU facts, when the run has said it already (the GPU
+    backend's reason, e.g. "NVML not found (...): GPU telemetry off"); an unknown topology
+    for that same reason is not said to be NVML's fault a second time.
+    """
     topo = topology_for(space, read)
     study.set_user_attr(attrs.TOPOLOGY, topo.to_json())
-    observer.message(f"topology: {topo.describe()}")
+    observer.message(f"topology: {unknown_topology_line(topo, said) or topo.describe()}")
     ignored = ignored_settings(space, topo)
     record = {
         name: {"reason": reason, "values": [str(v) for v in levels(space.spec.params[name])[1:]]}
@@ -46,3 +52,13 @@ def prepare_topology(
             f"here ({entry['reason']})"
         )
     return topo
+
+
+def unknown_topology_line(topo: TopologyRead, said: str | None = None) -> str | None:
+    """The one line for a topology that could not be read, None for one that was: why (unless
+    ``said`` gave that reason already) and what it costs the search."""
+    if topo.topology is not None:
+        return None
+    reason = topo.reason or ""
+    why = "" if not reason or (said is not None and said.startswith(reason)) else f" ({reason})"
+    return f"unknown{why}: settings that depend on it (the custom all-reduce) stay searched"
