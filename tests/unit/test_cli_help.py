@@ -69,6 +69,15 @@ def test_each_summary_is_one_paragraph_rich_wraps(words: list[str]) -> None:
     assert "\n" not in summary
 
 
+@pytest.mark.parametrize("words", COMMANDS[1:], ids=lambda w: " ".join(w))
+def test_every_option_says_what_it_is(words: list[str]) -> None:
+    command: Any = typer.main.get_command(app)
+    for word in words:
+        command = command.commands[word]
+    silent = [p.name for p in getattr(command, "params", ()) if not getattr(p, "help", None)]
+    assert silent == []
+
+
 def test_long_words_stay_whole_at_80_columns() -> None:
     """The words the report named cut: `screening.max_launches…`, `sqlite:///experiments.…`
     (run), the option `--max-concurren…` (bench)."""

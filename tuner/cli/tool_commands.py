@@ -40,10 +40,12 @@ def bench(
     rate: Annotated[
         float | None, typer.Option(help="Poisson arrivals, requests/s (capped by --concurrency).")
     ] = None,
-    prompt_tokens: Annotated[int, typer.Option(min=1)] = 256,
-    max_tokens: Annotated[int, typer.Option(min=1)] = 256,
+    prompt_tokens: Annotated[int, typer.Option(min=1, help="Tokens per prompt.")] = 256,
+    max_tokens: Annotated[
+        int, typer.Option(min=1, help="Tokens to generate per request (max_tokens).")
+    ] = 256,
     warmup: Annotated[int, typer.Option(min=0, help="Unmeasured requests first.")] = 2,
-    rounds: Annotated[int, typer.Option(min=1)] = 1,
+    rounds: Annotated[int, typer.Option(min=1, help="Times each level is measured.")] = 1,
     prompts: Annotated[Path | None, typer.Option(help="JSONL file of prompts.")] = None,
     workers: Annotated[int, typer.Option(min=0, help="Client processes (0: auto).")] = 0,
     goodput: Annotated[
