@@ -1,6 +1,7 @@
 """The one error tree of tuner; the CLI turns any of these into ``Error: ...`` and exit 1.
 
-ConfigError exits 2 and NoAnswerError 3 instead (tuner/exit_codes.py).
+ConfigError exits 2, NoAnswerError 3 and UnusableDatabaseError 4 instead
+(tuner/exit_codes.py).
 
 ::
 
@@ -10,6 +11,8 @@ ConfigError exits 2 and NoAnswerError 3 instead (tuner/exit_codes.py).
     │   └── PortTakenError   its port was taken (another process bound it first)
     ├── BenchmarkError   the benchmark could not measure (no model, every request failed)
     ├── StoreError       the study database cannot be opened or written
+    │   └── UnusableDatabaseError  the file is damaged, locked, read-only or not a study
+    │                              database (exit 4; tuner/storage/health.py)
     └── NoAnswerError    the study has no answer yet: no completed trial (exit 3)
 
 Outside the tree, ``Terminated`` is how SIGTERM and SIGHUP reach the code: not an
@@ -61,6 +64,19 @@ class BenchmarkError(TunerError):
 
 class StoreError(TunerError):
     """The study database cannot be opened, migrated or written."""
+
+
+class UnusableDatabaseError(StoreError):
+    """The study database is there but cannot be used as it is: damaged, not a SQLite
+    database, locked by another process, read-only, or another program's database.
+
+    ``kind`` says which (``damaged``, ``not_sqlite``, ``locked``, ``read_only``,
+    ``foreign``, ``unreadable``, ``io``, ``full``); the message names the file, what is
+    wrong and what to do (tuner/storage/health.py)."""
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class NoAnswerError(TunerError):

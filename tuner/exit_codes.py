@@ -12,6 +12,10 @@ code      meaning
           study of other hardware, or a second live worker on a SQLite study
 3         no answer: ``tuner run`` saw every launch fail; ``tuner best`` or
           ``tuner report`` found no completed trial yet (see ``tuner trials``)
+4         the study database cannot be used as it is: damaged, not a SQLite database,
+          locked by another process, read-only (for a command that writes), or another
+          program's database; the one error line names the file and the fix
+          (``tuner check`` lists it among its findings and exits 2)
 129       stopped by SIGHUP (128 + 1): the terminal closed; the study resumes
 130       interrupted by Ctrl-C (SIGINT); the study resumes with the same command
 143       stopped by SIGTERM (128 + 15): a batch scheduler (Slurm, Kubernetes) or ``kill``
@@ -31,6 +35,7 @@ ERROR: Final = 1
 CONFIG: Final = 2
 NO_ANSWER: Final = 3
 ALL_FAILED: Final = NO_ANSWER
+DATABASE: Final = 4
 HANGUP: Final = 128 + signal.SIGHUP
 INTERRUPTED: Final = 130
 TERMINATED: Final = 128 + signal.SIGTERM

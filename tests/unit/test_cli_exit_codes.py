@@ -104,20 +104,21 @@ def test_compare_studies_of_a_missing_database_exits_1(tmp_path: Path) -> None:
 
 
 def test_dashboard_exits_0_when_stopped_and_1_when_it_cannot_start(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # optuna-dashboard runs in tuner's process (the storage URL stays off the command
     # line), so its "exit code" is whether its server could run.
     fake = types.ModuleType("optuna_dashboard")
     fake.run_server = lambda storage, **kw: None  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "optuna_dashboard", fake)
-    assert _invoke("dashboard", "--storage", "sqlite:///x.db").exit_code == 0
+    storage = hand_study(tmp_path, [BASELINE])
+    assert _invoke("dashboard", "--storage", storage).exit_code == 0
 
     def port_taken(storage: str, **kw: Any) -> None:
         raise OSError(98, "Address already in use")
 
     fake.run_server = port_taken  # type: ignore[attr-defined]
-    done = _invoke("dashboard", "--storage", "sqlite:///x.db")
+    done = _invoke("dashboard", "--storage", storage)
     assert done.exit_code == exit_codes.ERROR
     assert "could not start on 127.0.0.1:8080" in done.stderr
 

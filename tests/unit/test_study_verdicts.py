@@ -47,7 +47,7 @@ def test_final_verdicts_name_the_answer_and_compare_with_the_defaults(tmp_path: 
 
 
 def test_the_study_carries_the_answer_and_every_verdict(tmp_path: Path) -> None:
-    opened = open_study(hand_study(tmp_path, GAIN), "hand")
+    opened = open_study(hand_study(tmp_path, GAIN), "hand", writable=True)
     result = analysis.analyze(opened.store, opened.space)
     verdicts.record_final(opened.optuna_study, result)
     stored = opened.optuna_study.user_attrs

@@ -7,6 +7,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 from optuna.artifacts import FileSystemArtifactStore
 
@@ -43,6 +44,7 @@ def test_the_artifact_folder_beside_the_database_is_served(
     fake.run_server = lambda storage, **kw: ran.append(kw)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "optuna_dashboard", fake)
     (tmp_path / "experiments-artifacts").mkdir()
+    optuna.create_study(storage=f"sqlite:///{tmp_path}/experiments.db")  # it must be there
     dashboard.run_dashboard(f"sqlite:///{tmp_path}/experiments.db", 8123)
     store = ran[0]["artifact_store"]
     assert isinstance(store, FileSystemArtifactStore)

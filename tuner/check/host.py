@@ -4,6 +4,8 @@ is writable."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from urllib.parse import quote
 
 from tuner.check.report import Findings
 from tuner.errors import StoreError
@@ -67,16 +69,23 @@ def check_cpus(space: Space, found: Findings) -> None:
 
 
 def check_storage(storage: str, found: Findings) -> None:
-    """The study database can be created or opened for writing."""
-    from tuner.storage.store import Store  # SQLAlchemy's import is not free; only when checking
+    """The study database can be created, or opened and written; nothing is created here.
 
+    A SQLite file that is not there yet needs a folder tuner may write (`tuner run`
+    creates it); one that is there must be a sound study database (not damaged, nobody
+    else's tables, a schema this tuner knows) that this process may write and lock.
+    """
+    path = sqlite_file(storage)
     try:
-        Store(storage).check_writable()
+        if path is not None and not path.exists():
+            _check_new_file(path)
+            found.add("ok", "storage", f"{path} does not exist yet: `tuner run` creates it")
+            return
+        _check_existing(storage, path)
     except StoreError as exc:
         found.add("error", "storage", str(exc))
         return
     shown = safe_url(storage)
-    path = sqlite_file(storage)
     if path is not None and others_can_read(path):
         found.add(
             "warning",
@@ -85,3 +94,55 @@ def check_storage(storage: str, found: Findings) -> None:
             f"and logs: chmod 600 {path} (tuner creates new databases owner-only)",
         )
     found.add("ok", "storage", f"{shown} is writable")
+
+
+def _check_new_file(path: Path) -> None:
+    """The folder of a database `tuner run` would create exists and may be written."""
+    folder = path.parent
+    if not folder.is_dir():
+        raise StoreError(
+            f"{path}: its folder {folder} does not exist: create it, or pass --storage "
+            "with another path"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"{path}: its folder {folder} is not writable by this user, so the database "
+            f"cannot be created there: check its permissions (ls -ld {folder}), or pass "
+            "--storage with another path"
+        )
+
+
+def _check_existing(storage: str, path: Path | None) -> None:
+    """An existing database: readable, sound, tuner's schema, and writable."""
+    from tuner.storage import health
+    from tuner.storage.store import Store  # SQLAlchemy's import is not free; only when checking
+
+    if path is None:  # another database (PostgreSQL): it is opened as `tuner run` would
+        Store(storage).check_writable()
+        return
+    health.writable_file(storage)  # not a database, or read-only (even to root)
+    store = Store(storage, read_only=True)  # foreign tables, a newer schema
+    try:
+        health.quick_check(store.engine, storage)
+    finally:
+        store.engine.dispose()
+    _try_write_lock(storage, path)
+
+
+def _try_write_lock(storage: str, path: Path) -> None:
+    """Take SQLite's write lock and let it go (nothing written): a file locked by another
+    process, or on a read-only file system, is the one-line error."""
+    import sqlite3
+
+    from tuner.storage import health
+
+    uri = f"file:{quote(str(path.absolute()), safe='/')}?mode=rw"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=health.SQLITE_READ_TIMEOUT_S)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.rollback()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise health.database_error(storage, exc) or StoreError(str(exc)) from exc

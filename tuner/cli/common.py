@@ -4,6 +4,7 @@ its exit code, tuner/exit_codes.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
@@ -16,7 +17,13 @@ from rich.markup import escape
 from rich.text import Text
 
 from tuner import exit_codes
-from tuner.errors import ConfigError, NoAnswerError, Terminated, TunerError
+from tuner.errors import (
+    ConfigError,
+    NoAnswerError,
+    Terminated,
+    TunerError,
+    UnusableDatabaseError,
+)
 
 app = typer.Typer(
     name="tuner",
@@ -104,13 +111,27 @@ def handles_errors(func: F) -> F:
     """Print a TunerError as one `Error:` line and exit 2 (bad input) or 1.
 
     Ctrl-C exits 130; SIGTERM and SIGHUP (``Terminated``) 128 + the signal's number.
+    A database error no code caught (a page found damaged in the middle of a read)
+    is one line too, naming the command's --storage and the fix (exit 4 for a damaged,
+    locked or read-only file: tuner/storage/health.py). ``TUNER_DEBUG=1`` shows the
+    traceback instead of any of these lines.
     """
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            try:
+                return func(*args, **kwargs)
+            except (TunerError, KeyboardInterrupt, typer.Exit):
+                raise
+            except Exception as exc:
+                said = _database_error(kwargs.get("storage"), exc)
+                if said is None:
+                    raise
+                raise said from exc
         except TunerError as exc:
+            if os.environ.get("TUNER_DEBUG"):
+                raise  # the traceback, with the database's own error under it
             # The message is text, not markup: "[dashboard]" or "[1, 8]" must print as is;
             # and one line, not cut at the console's width (a path or a fix stays whole).
             err.print(f"[bold red]Error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -127,7 +148,16 @@ def handles_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _database_error(storage: object, exc: Exception) -> TunerError | None:
+    """The one-line error of a database error in ``exc``'s chain; None for any other."""
+    from tuner.storage.health import database_error  # SQLAlchemy's import: only on errors
+
+    return database_error(storage if isinstance(storage, str) else None, exc)
+
+
 def exit_code(exc: TunerError) -> int:
+    if isinstance(exc, UnusableDatabaseError):
+        return exit_codes.DATABASE
     if isinstance(exc, ConfigError):
         return exit_codes.CONFIG
     if isinstance(exc, NoAnswerError):

@@ -214,12 +214,21 @@ def report(
 
     Exits 3 while the study has no completed trial.
     """
+    from tuner.errors import UnusableDatabaseError
     from tuner.views.report import publish, write_report
     from tuner.views.study_access import resolve_study
 
     name = resolve_study(storage, study, space)
     written = write_report(storage, name, out_file, compare or ())
-    publish(storage, name, written, artifacts)
+    try:
+        publish(storage, name, written, artifacts)
+    except UnusableDatabaseError as exc:
+        if exc.kind != "read_only":
+            raise
+        # The report is written whole: only optuna-dashboard's link to it is missing.
+        out.print(f"Report written to {written}.", highlight=False)
+        err.print(f"Note: not linked in `tuner dashboard`: {exc}", highlight=False, soft_wrap=True)
+        return
     out.print(f"Report written to {written}; `tuner dashboard` links to it too.", highlight=False)
 
 
@@ -295,10 +304,12 @@ def cleanup(
     Servers of dead workers on other hosts are named, not touched: run cleanup there.
     """
     from tuner.storage.driver import require_driver
+    from tuner.storage.health import require_file
     from tuner.study.run.recovery import cleanup as run_cleanup
     from tuner.views.console import MessageObserver
 
     require_driver(storage)  # optuna lists the studies first, and would fail with a traceback
+    require_file(storage)  # a missing SQLite file: said, not created empty
     observer = MessageObserver(out)
     seen = run_cleanup(storage, study, observer)
     out.print(

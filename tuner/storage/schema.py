@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError, S
 
 from tuner.errors import StoreError
 from tuner.secrets import safe_url, scrub_url
+from tuner.storage import health
 from tuner.storage.tables import Base, MetaRow
 
 SCHEMA_VERSION = 4
@@ -97,7 +98,7 @@ def prepare(engine: Engine, url: str, *, attempts: int = 5) -> int:
         try:
             with engine.connect() as conn:
                 found = stored_version(conn)
-            _refuse_newer(found, url)
+            refuse_newer(found, url)
             if found == SCHEMA_VERSION:
                 return found
             with engine.begin() as conn:
@@ -107,20 +108,24 @@ def prepare(engine: Engine, url: str, *, attempts: int = 5) -> int:
         except (IntegrityError, OperationalError, ProgrammingError) as exc:
             # SQLite without a lock: another worker created a table or the version row first.
             if attempt + 1 == attempts or not lost_a_race(exc):
-                raise StoreError(
-                    f"cannot create tuner tables in {safe_url(url)!r}: {scrub_url(str(exc), url)}"
-                ) from exc
+                raise _cannot_prepare(url, exc) from exc
             time.sleep(0.2 * (attempt + 1))
         except SQLAlchemyError as exc:
-            raise StoreError(
-                f"cannot create tuner tables in {safe_url(url)!r}: {scrub_url(str(exc), url)}"
-            ) from exc
+            raise _cannot_prepare(url, exc) from exc
     raise AssertionError("unreachable")
+
+
+def _cannot_prepare(url: str, exc: SQLAlchemyError) -> StoreError:
+    """A damaged, locked or read-only file says so (tuner/storage/health.py); another
+    failure names the tables it could not create."""
+    return health.database_error(url, exc, generic=False) or StoreError(
+        f"cannot create tuner tables in {safe_url(url)!r}: {scrub_url(str(exc), url)}"
+    )
 
 
 def _create_or_upgrade(conn: Connection, url: str) -> int:
     found = stored_version(conn)  # again, under the lock: another worker may have done it
-    _refuse_newer(found, url)
+    refuse_newer(found, url)
     if found == SCHEMA_VERSION:
         return found
     had_tables = inspect(conn).has_table("tuner_launches")
@@ -137,7 +142,7 @@ def _create_or_upgrade(conn: Connection, url: str) -> int:
     return before
 
 
-def _refuse_newer(found: int | None, url: str) -> None:
+def refuse_newer(found: int | None, url: str) -> None:
     if found is not None and found > SCHEMA_VERSION:
         raise StoreError(
             f"{safe_url(url)}: tuner's tables are at schema version {found}, newer than this "

@@ -3,7 +3,9 @@
 The tables themselves are in tuner/storage/tables.py. Values that look like secrets are
 redacted before they are written (``redact_env``, ``redact_argv``, from tuner/secrets.py);
 a new SQLite file is created readable by its owner only, and errors show the URL with
-its password hidden.
+its password hidden. ``Store(url, read_only=True)`` is the commands that only read: it
+creates no database and no table and writes nothing (tuner/storage/health.py); a damaged,
+locked, read-only or foreign database is one line that says what to do, either way.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, insert, or_, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tuner.errors import StoreError
+from tuner.errors import StoreError, UnusableDatabaseError
 from tuner.secrets import (
     REDACTED,
     create_private_file,
@@ -27,7 +29,7 @@ from tuner.secrets import (
     scrub_url,
     sqlite_file,
 )
-from tuner.storage import schema
+from tuner.storage import health, schema
 from tuner.storage.driver import missing_driver
 from tuner.storage.tables import (
     ClaimRow,
@@ -59,6 +61,7 @@ def make_engine(url: str) -> Engine:
         if url.startswith("sqlite"):
             path = sqlite_file(url)
             if path is not None:
+                health.writable_file(url)  # not a database, or read-only: said before SQLite
                 create_private_file(path)
             engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
@@ -74,23 +77,73 @@ def make_engine(url: str) -> Engine:
     except ImportError as exc:  # the URL's driver (tuner/storage/driver.py)
         raise missing_driver(url, exc) from exc
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open storage {_shown(url, exc)}") from exc
+        raise health.database_error(url, exc, generic=False) or StoreError(
+            f"cannot open storage {_shown(url, exc)}"
+        ) from exc
 
 
 class Store:
-    """All reads and writes of tuner's tables; one instance per storage URL."""
+    """All reads and writes of tuner's tables; one instance per storage URL.
 
-    def __init__(self, url: str = DEFAULT_STORAGE) -> None:
+    ``read_only``: for the commands that only read. The database must exist (a missing
+    SQLite file is an error, not a new database), nothing is created or written, and a
+    database without tuner's tables reads as one without studies.
+    """
+
+    def __init__(self, url: str = DEFAULT_STORAGE, *, read_only: bool = False) -> None:
         self.url = url
-        self.engine = make_engine(url)
-        # Create, upgrade, or refuse a database a newer tuner wrote (tuner/storage/schema.py).
-        self.schema_version_found = schema.prepare(self.engine, url)
+        self.read_only = read_only
+        self.has_tables = True
+        self.created_file = False
+        """Whether this Store created its SQLite file (a run refused before its first
+        launch removes it again: tuner/study/run/sweep.py)."""
+        if read_only:
+            self.engine = health.read_engine(url)
+            self.schema_version_found = self._read_version()
+        else:
+            path = sqlite_file(url)
+            self.created_file = path is not None and not path.exists()
+            self.engine = make_engine(url)
+            if path is not None and not self.created_file:
+                health.refuse_foreign(health.tables(self.engine, url), url)
+            # Create, upgrade, or refuse a database a newer tuner wrote (tuner/storage/schema.py).
+            self.schema_version_found = schema.prepare(self.engine, url)
         self.fingerprint: str | None = None
         """The hardware fingerprint this process records on every launch it adds."""
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def session(self) -> Session:
         return self._session()
+
+    def _read_version(self) -> int:
+        """The schema version, read only; an older one is upgraded unless the file is
+        read-only (then the error says to copy it); no tuner tables: ``has_tables`` False."""
+        found_tables = health.tables(self.engine, self.url)
+        health.refuse_foreign(found_tables, self.url)
+        if "tuner_studies" not in found_tables:
+            self.has_tables = False
+            return 0
+        try:
+            with self.engine.connect() as conn:
+                found = schema.stored_version(conn)
+        except SQLAlchemyError as exc:
+            raise health.database_error(self.url, exc) or StoreError(str(exc)) from exc
+        schema.refuse_newer(found, self.url)
+        if found == schema.SCHEMA_VERSION:
+            return found
+        path = sqlite_file(self.url)
+        if path is not None and health.is_read_only(path):
+            raise UnusableDatabaseError(
+                f"{path}: tuner's tables are at schema version {found or 1}, older than this "
+                f"tuner's ({schema.SCHEMA_VERSION}), and the file is read-only, so they cannot "
+                "be upgraded: copy it somewhere writable and pass --storage sqlite:///COPY",
+                kind="read_only",
+            )
+        writer = make_engine(self.url)  # upgrading is no new database, no new study
+        try:
+            return schema.prepare(writer, self.url)
+        finally:
+            writer.dispose()
 
     # --- study ---------------------------------------------------------------------------
 
@@ -109,12 +162,24 @@ class Store:
                 continue  # another worker inserted it first: update it on the next pass
 
     def study(self, name: str) -> StudyRow | None:
+        if not self.has_tables:
+            return None
         with self.session() as s:
             return s.scalar(select(StudyRow).where(StudyRow.name == name))
 
     def study_names(self) -> list[str]:
+        if not self.has_tables:
+            return []
         with self.session() as s:
             return list(s.scalars(select(StudyRow.name).order_by(StudyRow.name)))
+
+    def delete_study(self, name: str) -> None:
+        """Remove a study that never launched: its row, its workers and its claims
+        (a run refused before its first launch leaves nothing behind)."""
+        with self.session() as s, s.begin():
+            for table in (ClaimRow, WorkerRow):
+                s.execute(delete(table).where(table.study == name))
+            s.execute(delete(StudyRow).where(StudyRow.name == name))
 
     def update_study(self, name: str, **fields: Any) -> None:
         with self.session() as s, s.begin():

@@ -31,14 +31,28 @@ def run_dashboard(storage: str, port: int, artifacts: Path | None = None) -> int
     folder (``artifacts``, else the storage's: tuner/views/report.artifact_dir) is served
     too, so the dashboard links to the HTML report `tuner report` uploaded. A server that
     cannot start (the port is taken) is an error, exit 1.
+
+    The database must be there and readable first (tuner/storage/health.py): a missing
+    file is an error, not a new empty database, and a damaged, locked or foreign one is
+    its one-line error before the server starts. A read-only file is served read only.
+    Another database (PostgreSQL) is optuna-dashboard's to open.
     """
     dashboard = _optuna_dashboard()
     from optuna.artifacts import FileSystemArtifactStore
 
+    from tuner.secrets import sqlite_file
+    from tuner.storage import health
     from tuner.storage.driver import require_driver
     from tuner.views.report import artifact_dir
 
     require_driver(storage)  # optuna-dashboard would fail on it with a traceback
+    served: object = storage
+    path = sqlite_file(storage)
+    if path is not None:
+        rdb = health.read_rdb(storage)  # there, a study database: or its one-line error
+        health.check_sound(storage)  # no damaged page: or its one-line error
+        if health.is_read_only(path):
+            served = rdb
 
     folder = artifacts or artifact_dir(storage)
     store = FileSystemArtifactStore(str(folder)) if folder.is_dir() else None
@@ -46,7 +60,7 @@ def run_dashboard(storage: str, port: int, artifacts: Path | None = None) -> int
     if store is None:
         print(f"no artifact folder at {folder}: run `tuner report` to add the report", flush=True)
     try:
-        dashboard.run_server(storage, host="127.0.0.1", port=port, artifact_store=store)
+        dashboard.run_server(served, host="127.0.0.1", port=port, artifact_store=store)
     except OSError as exc:
         raise TunerError(f"optuna-dashboard could not start on 127.0.0.1:{port}: {exc}") from exc
     return 0

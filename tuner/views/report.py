@@ -24,11 +24,13 @@ from optuna.artifacts.exceptions import ArtifactNotFound
 from tuner.report.data import build_report
 from tuner.report.html import render
 from tuner.secrets import private_dir, sqlite_file
+from tuner.storage import health
 from tuner.study import attrs
 from tuner.study.facts import analysis
 from tuner.study.run import verdicts
 from tuner.study.run.optuna_rdb import open_rdb
 from tuner.study.run.sweep import name_objective
+from tuner.study.state import StudyState
 from tuner.views.study_access import open_study
 
 ARTIFACTS_PREFIX = "artifacts:"
@@ -57,11 +59,20 @@ def write_report(storage: str, study: str, out: Path, compare: Sequence[str] = (
 
 def publish(storage: str, study: str, report: Path, artifacts: Path | None = None) -> str:
     """Name the objective, record the final verdicts, and upload ``report`` as the study's
-    artifact (replacing the one uploaded before); the new artifact's id."""
-    opened = open_study(storage, study)
+    artifact (replacing the one uploaded before); the new artifact's id.
+
+    The database must be writable: a read-only one is an UnusableDatabaseError (kind
+    ``read_only``) before anything is written, which `tuner report` reports as a note.
+    """
+    path = sqlite_file(storage)
+    if path is not None and health.is_read_only(path):
+        raise health.unusable("read_only", storage, "the report is not added to it")
+    opened = open_study(storage, study, writable=True)
     optuna_study = opened.optuna_study
     name_objective(optuna_study, opened.space.spec.objective.label)
-    verdicts.record_final(optuna_study, analysis.analyze(opened.store, opened.space))
+    facts = analysis.analyze(opened.store, opened.space)  # judged with the looks as sized
+    facts = facts.with_looks(StudyState.from_attrs(optuna_study.user_attrs).final_looks)
+    verdicts.record_final(optuna_study, facts)
     store = FileSystemArtifactStore(str(private_dir(artifacts or artifact_dir(storage))))
     previous = optuna_study.user_attrs.get(attrs.REPORT_ARTIFACT)
     artifact_id = upload_artifact(

@@ -36,7 +36,7 @@ def stored_baseline(
     """The study's analysis and launches when ``storage`` holds its measured baseline."""
     if storage.startswith("sqlite:///") and not Path(storage.removeprefix("sqlite:///")).exists():
         return None  # no database yet: do not create one just to look
-    store = Store(storage)
+    store = Store(storage, read_only=True)  # `tuner check` writes nothing
     if store.study(space.study_name) is None:
         return None
     facts = analysis.analyze(store, space)

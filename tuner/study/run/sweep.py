@@ -31,7 +31,8 @@ from tuner.events import SweepObserver
 from tuner.secrets import redact_space_text
 from tuner.space import model_limits
 from tuner.space.spec import Space
-from tuner.storage import Store
+from tuner.storage import Store, health
+from tuner.storage.health import remove_sqlite_files
 from tuner.study import attrs, state
 from tuner.study.policy.goal import goal_for
 from tuner.study.run import queue
@@ -153,25 +154,59 @@ def run_sweep(
             f"on study {space.study_name}"
         )
     store = Store(storage)
-    # Refused here, before the study is touched: other hardware, a second SQLite worker.
-    with WorkerSession(store, space.study_name, fingerprint, heartbeat) as session:
-        return _run_joined(
-            space,
-            store,
-            session,
-            storage=storage,
-            n_trials=n_trials,
-            seed=seed,
-            observer=observer,
-            gpu=gpu,
-            runner_options=runner_options,
-            runner=runner,
-            preflight=preflight,
-            probe_runner=probe_runner,
-            worker_trials=worker_trials,
-            hours=hours,
-            read_topology=read_topology,
-        )
+    # A damaged page anywhere: said now, before a launch writes more into the file.
+    health.quick_check(store.engine, storage)
+    new_study = store.study(space.study_name) is None
+    try:
+        # Refused here, before the study is touched: other hardware, a second SQLite worker.
+        with WorkerSession(store, space.study_name, fingerprint, heartbeat) as session:
+            return _run_joined(
+                space,
+                store,
+                session,
+                storage=storage,
+                n_trials=n_trials,
+                seed=seed,
+                observer=observer,
+                gpu=gpu,
+                runner_options=runner_options,
+                runner=runner,
+                preflight=preflight,
+                probe_runner=probe_runner,
+                worker_trials=worker_trials,
+                hours=hours,
+                read_topology=read_topology,
+            )
+    except BaseException:
+        if new_study:
+            discard_unlaunched(storage, store, space.study_name)
+        raise
+
+
+def discard_unlaunched(storage: str, store: Store, name: str) -> bool:
+    """Remove a study this run created and refused before its first launch (the check
+    failed, a port was taken, Ctrl-C): no trial in optuna, no launch, no other worker.
+    A SQLite file this run created, left holding no study, is removed too. Whether the
+    study was removed; a failure to remove it is left unsaid (the refusal is the news).
+    """
+    try:
+        rdb = open_rdb(storage)
+        in_optuna = name in [s.study_name for s in optuna.get_all_study_summaries(rdb, False)]
+        if in_optuna and optuna.load_study(study_name=name, storage=rdb).get_trials(deepcopy=False):
+            return False
+        if store.launches(name) or any(w.stopped_at is None for w in store.workers(name)):
+            return False
+        if in_optuna:
+            optuna.delete_study(study_name=name, storage=rdb)
+        store.delete_study(name)
+        emptied = not store.study_names() and not optuna.get_all_study_summaries(rdb, False)
+        if store.created_file and emptied:
+            rdb.engine.dispose()  # type: ignore[attr-defined]
+            store.engine.dispose()
+            remove_sqlite_files(storage)
+        return True
+    except Exception:  # noqa: BLE001 - best effort, after the error the user must see
+        return False
 
 
 def _run_joined(
