@@ -8,9 +8,35 @@ hook has a do-nothing default so an observer implements only what it shows.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from optuna.trial import FrozenTrial
+
+if TYPE_CHECKING:
+    from tuner.bench.level import LiveStats
+
+
+@dataclass(frozen=True)
+class BenchStep:
+    """One concurrency level of a launch's benchmark, about to run; ``live`` is written by
+    the benchmark as it goes (requests sent and done), so a view reads it while it runs."""
+
+    round_index: int
+    rounds: int
+    level_index: int
+    """Which of the round's levels (0-based)."""
+    levels: int
+    concurrency: int
+    live: LiveStats
+
+    @property
+    def fraction(self) -> float:
+        """The part of the launch's benchmark done: whole levels, and this one's requests."""
+        planned = self.live.planned
+        within = min(1.0, self.live.completed / planned) if planned else 0.0
+        total = max(1, self.rounds * self.levels)
+        return min(1.0, (self.round_index * self.levels + self.level_index + within) / total)
 
 
 class SweepObserver:
@@ -28,8 +54,18 @@ class SweepObserver:
     def healthy(self, number: int, seconds: float) -> None:
         """The server answered its health check after ``seconds``."""
 
+    def probe_progress(self, done: int, total: int, what: str) -> None:
+        """The all-reduce probe before the first launch: ``done`` of ``total`` NCCL settings
+        probed (cached ones count at once); ``what`` is the one probed now ("" when done)."""
+
+    def bench_level(self, number: int, step: BenchStep) -> None:
+        """A concurrency level of the benchmark starts (its warm-up first, if any)."""
+
     def level_done(self, number: int, round_index: int, summary: Any) -> None:
         """One concurrency level of one round finished (``summary``: a LevelSummary)."""
+
+    def stopping(self, number: int) -> None:
+        """The trial's server is being stopped (after its benchmark, or after a failure)."""
 
     def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
         """A trial ended (complete, pruned, failed); ``metric`` names its first objective.

@@ -23,7 +23,7 @@ from tuner import bench, stats, telemetry
 from tuner.bench.records import LevelResult
 from tuner.bench.summary import LevelSummary, summarize
 from tuner.errors import BenchmarkError, LaunchError, PortTakenError, Terminated
-from tuner.events import SweepObserver
+from tuner.events import BenchStep, SweepObserver
 from tuner.launcher import (
     LaunchSpec,
     ServerProcess,
@@ -263,6 +263,7 @@ class TrialRunner:
             reason = f"internal error: {exc!r}"
             raise
         finally:
+            self.observer.stopping(trial_number)
             report, again = _stop_keeping_interruption(process)
             # The server may print a secret it was given (an old vLLM logs its --api-key):
             # what is stored and shown of its log has the values hidden.
@@ -328,7 +329,17 @@ class TrialRunner:
         try:
             monitor.start()
             for round_index in range(benchmark.rounds):
-                for concurrency in benchmark.concurrency:
+                for level_index, concurrency in enumerate(benchmark.concurrency):
+                    live = bench.LiveStats(concurrency=concurrency)
+                    step = BenchStep(
+                        round_index=round_index,
+                        rounds=benchmark.rounds,
+                        level_index=level_index,
+                        levels=len(benchmark.concurrency),
+                        concurrency=concurrency,
+                        live=live,
+                    )
+                    self.observer.bench_level(trial_number, step)
                     summary = self._measure_level(
                         monitor,
                         base_url,
@@ -338,6 +349,7 @@ class TrialRunner:
                         concurrency,
                         benchmark=benchmark,
                         prompts=prompts,
+                        live=live,
                     )
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
@@ -397,6 +409,7 @@ class TrialRunner:
         *,
         benchmark: BenchmarkSpec,
         prompts: bench.PromptCursor,
+        live: bench.LiveStats | None = None,
     ) -> LevelSummary:
         """One level: measure, summarise, store with its telemetry; fail if nothing came back.
 
@@ -410,9 +423,11 @@ class TrialRunner:
         if round_index > 0:  # the server is warm after the first round
             load = dataclasses.replace(load, warmup=0)
         load = prompts.take(load)
+        if live is not None:  # the live view's count (several client processes leave it unset)
+            live.planned = load.requests
         window = monitor.level()
         started = time.monotonic()
-        result = bench.measure_level(base_url, load, round_index=round_index)
+        result = bench.measure_level(base_url, load, round_index=round_index, live=live)
         # The level's wall time: its measured window plus the warm-up and connection setup
         # before it (the report's time per launch tells them apart).
         wall_s = time.monotonic() - started

@@ -7,9 +7,9 @@ from typing import Any
 
 from optuna.trial import FrozenTrial
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.live import Live
 
-from tuner.events import SweepObserver
+from tuner.events import BenchStep, SweepObserver
 from tuner.secrets import safe_url
 from tuner.space.spec import load_space
 from tuner.study.facts.plan import CostPlan
@@ -17,6 +17,7 @@ from tuner.study.run.locked_sweep import run_locked_sweep
 from tuner.study.run.sweep import SweepOutcome
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions
+from tuner.views.console_live import LiveView
 from tuner.views.plan_text import plan_lines
 from tuner.views.trial_line import trial_line
 
@@ -37,42 +38,39 @@ class MessageObserver(SweepObserver):
 
 
 class ConsoleObserver(MessageObserver):
-    """Renders sweep events: a trials bar, a phase line (loading 56%, round 2/3), trial lines."""
+    """Renders sweep events: the live view's two lines (views/console_live.LiveView: the
+    study, what runs now) under the printed notices and trial lines."""
 
-    def __init__(self, console: Console, progress: Progress, total: int) -> None:
+    def __init__(self, console: Console, view: LiveView) -> None:
         super().__init__(console)
-        self.progress = progress
-        self.trials_task = progress.add_task("trials", total=total)
-        self.phase_task = progress.add_task("", total=None)
+        self.view = view
 
-    def _phase(self, text: str, completed: float | None = None) -> None:
-        self.progress.update(
-            self.phase_task,
-            description=text,
-            total=100 if completed is not None else None,
-            completed=completed or 0,
-        )
+    def cost_plan(self, plan: CostPlan) -> None:
+        super().cost_plan(plan)
+        self.view.plan(plan)
+
+    def probe_progress(self, done: int, total: int, what: str) -> None:
+        self.view.probe(done, total, what)
 
     def trial_started(self, number: int, role: str, changed: dict[str, Any]) -> None:
         what = " ".join(f"{k}={v}" for k, v in changed.items()) or "defaults"
-        self._phase(f"trial {number} ({role}): starting server [{what}]")
+        self.view.trial_started(number, role, what)
 
     def load_progress(self, number: int, percent: float | None, line: str) -> None:
-        text = line.strip()[:70]
-        self._phase(f"trial {number}: {text}", percent)
+        self.view.load_line(number, percent, line)
 
     def healthy(self, number: int, seconds: float) -> None:
-        self._phase(f"trial {number}: healthy after {seconds:.1f} s, benchmarking")
+        self.view.healthy(number)
 
-    def level_done(self, number: int, round_index: int, summary: Any) -> None:
-        self._phase(
-            f"trial {number}: round {round_index + 1}, concurrency {summary.concurrency}: "
-            f"{summary.output_throughput:.1f} tok/s"
-        )
+    def bench_level(self, number: int, step: BenchStep) -> None:
+        self.view.bench_level(number, step)
+
+    def stopping(self, number: int) -> None:
+        self.view.stopping(number)
 
     def trial_finished(self, trial: FrozenTrial, metric: str) -> None:
         self.console.print(trial_line(trial, metric), highlight=False)
-        self.progress.advance(self.trials_task)
+        self.view.trial_finished(trial.number)
 
 
 def run_with_console(
@@ -104,16 +102,9 @@ def run_with_console(
         f"{len(space.spec.params)} params, "
         f"objective {space.spec.objective.label} at concurrency {space.spec.objective_concurrency}"
     )
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-    observer = ConsoleObserver(console, progress, trials)
+    view = LiveView(space.study_name, trials)
+    display = Live(view, console=console, refresh_per_second=4, transient=True)
+    observer = ConsoleObserver(console, view)
     return run_locked_sweep(
         space,
         storage=storage,
@@ -124,6 +115,6 @@ def run_with_console(
         runner_options=RunnerOptions(runs_dir=runs_dir),
         worker_trials=worker_trials,
         split_by_host=split_by_host,
-        display=progress,
+        display=display,
         hours=hours,
     )

@@ -152,8 +152,12 @@ class SweepProbe:
                 "source": self.plan.source,
             },
         )
+        changes = list(self._single_changes())
+        total = 1 + len(changes)
+        self.observer.probe_progress(0, total, "the defaults")
         default = self.measure(study, self._baseline)
         if default.result is None:
+            self.observer.probe_progress(total, total, "")
             reason = f"the default's probe failed: {default.error}"
             study.set_user_attr(attrs.PROBE_DISABLED, reason)
             self.observer.message(f"probe: off: {reason}; the sweep goes on without it")
@@ -161,20 +165,22 @@ class SweepProbe:
         study.set_user_attr(attrs.PROBE_DISABLED, None)
         slower: list[str] = []
         failed: list[str] = []
-        for name, value, settings in self._single_changes():
+        for done, (name, value, settings) in enumerate(changes, start=1):
+            self.observer.probe_progress(done, total, f"{name}={value}")
             probed = self.measure(study, settings)
             cmp = self.compare(probed, default)
             if cmp is None:
                 failed.append(f"{name}={value}")
             elif cmp.verdict == "slower":
                 slower.append(f"{name}={value} ({cmp.rel_diff * 100:+.1f}%)")
+        self.observer.probe_progress(total, total, "")
         noise = rel_sd(default.result.samples[self.size])
         line = (
             f"probe: the defaults take {default.result.mean_us(self.size):.4g} us per all-reduce "
             f"at {self.size} bytes (±{percent(noise)} over {self.probe.repeats} repeats)"
         )
         if self.nccl_params:
-            line += f"; {sum(1 for _ in self._single_changes())} NCCL settings probed"
+            line += f"; {len(changes)} NCCL settings probed"
         self.observer.message(line)
         if slower:
             self.observer.message(f"probe: slower than the defaults: {', '.join(slower)}")
