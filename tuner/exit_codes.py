@@ -16,6 +16,10 @@ code      meaning
           locked by another process, read-only (for a command that writes), or another
           program's database; the one error line names the file and the fix
           (``tuner check`` lists it among its findings and exits 2)
+5         ``tuner best`` (every format but nccl-tuner): the answer is not settled yet: a
+          candidate neither confirmed nor ruled out; it prints the defaults to deploy
+          until it is, and the ``tuner run --trials`` that resumes the study to settle it
+          (a settled answer, confirmed or no gain, exits 0; docs/deploy.md)
 129       stopped by SIGHUP (128 + 1): the terminal closed; the study resumes
 130       interrupted by Ctrl-C (SIGINT); the study resumes with the same command
 143       stopped by SIGTERM (128 + 15): a batch scheduler (Slurm, Kubernetes) or ``kill``
@@ -36,6 +40,7 @@ CONFIG: Final = 2
 NO_ANSWER: Final = 3
 ALL_FAILED: Final = NO_ANSWER
 DATABASE: Final = 4
+NOT_SETTLED: Final = 5
 HANGUP: Final = 128 + signal.SIGHUP
 INTERRUPTED: Final = 130
 TERMINATED: Final = 128 + signal.SIGTERM

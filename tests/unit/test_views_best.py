@@ -125,6 +125,7 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "stop_reason",
         "stop_detail",
         "trials",
+        "verdict",  # confirmed, no_gain or not_settled (tests/unit/test_best_verdicts.py)
         "keep_defaults",
         "gain_vs_baseline",
         "hosts",  # "fingerprint" too when launches record one (tests/unit/test_views_hosts.py)
@@ -200,7 +201,7 @@ def test_the_table_names_each_entry_and_the_recommendation(tmp_path: Path) -> No
     assert "hand: output_throughput at concurrency 1 (maximize)" in text
     assert "95% interval" in text
     rows = {line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line}
-    assert "NCCL_PROTO=LL compilation=3" in rows["recommended"]
+    assert "NCCL_PROTO=LL compilation=3" in rows["best, recommended"]  # one row: same trial
     assert "(defaults)" in rows["baseline"]
     assert "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config" in text
     # The answer's interval is the final comparison's, and the noise it used is said.
@@ -227,8 +228,10 @@ def test_keep_the_defaults_says_what_it_could_have_missed(tmp_path: Path) -> Non
         [
             BASELINE,
             BASELINE_AGAIN,
-            (tuned, [81.9, 82.0, 81.8]),
-            (tuned, [81.6, 81.8, 81.9]),
+            # no faster than the defaults: no gain (a best whose interval still holds the
+            # gain a final comparison aims at would be not settled: study/facts/final.py)
+            (tuned, [81.3, 81.2, 81.1]),
+            (tuned, [81.0, 81.2, 81.3]),
             (other, [81.0, 81.2, 81.1]),
         ],
     )
@@ -251,9 +254,10 @@ def test_keep_the_defaults_says_what_it_could_have_missed(tmp_path: Path) -> Non
     assert missed.text.startswith(
         f"keep the defaults: no configuration tried beats them by more than {missed.gain_upper:.1%}"
     )
-    console = Console(record=True, width=300)
+    console = Console(record=True, width=1000)  # the answer's sentence on one line
     print_best(answer, "table", console)
-    assert missed.text in console.export_text()
+    text = console.export_text()
+    assert missed.clause in text and text.count("keep the defaults") == 1  # one sentence
     console = Console(record=True, width=300)
     print_best(answer, "json", console)
     out = _json(console)

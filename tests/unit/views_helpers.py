@@ -13,6 +13,7 @@ from optuna.trial import TrialState
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
 from tuner.storage.store import Store
+from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
@@ -81,6 +82,7 @@ def hand_study(tmp_path: Path, launches: Sequence[Launch]) -> str:
             trial.set_user_attr(REASON_ATTR, FAILED_REASON)
             study.tell(trial, state=TrialState.FAIL)
             continue
+        trial.set_user_attr(LAUNCHED_ATTR, True)  # what --trials counts (study/state.py)
         launch_id = store.add_launch(
             study="hand",
             trial_id=rdb.get_trial_id_from_study_id_trial_number(study_id, trial.number),

@@ -177,10 +177,12 @@ def best(
 ) -> None:
     """The answer: best, recommended (simplest within noise of the best) and baseline.
 
-    Exits 3 while the study has no answer yet (no completed trial).
+    Exits 3 while the study has no answer yet (no completed trial), 5 while it is not
+    settled (deploy the defaults until then; 0: confirmed, or keep the defaults).
     """
+    from tuner.stats import NOT_SETTLED
     from tuner.views.best import best_report
-    from tuner.views.best_print import FORMATS, print_best
+    from tuner.views.best_print import FORMATS, NCCL_TUNER, print_best
     from tuner.views.deploy import WHICH
     from tuner.views.study_access import resolve_study
 
@@ -188,6 +190,8 @@ def best(
     check_format(which, WHICH, option="--which")
     result = best_report(storage, resolve_study(storage, study, space), fingerprint=fingerprint)
     print_best(result, fmt, out, notes=err, which=which)
+    if fmt != NCCL_TUNER and result.verdict == NOT_SETTLED:
+        raise typer.Exit(exit_codes.NOT_SETTLED)
 
 
 @app.command()

@@ -28,12 +28,14 @@ from optuna.trial import TrialState
 from tuner.errors import NoAnswerError
 from tuner.report.telemetry import TelemetryChart, telemetry_charts
 from tuner.space.settings import canonical_value, changed_from_defaults
+from tuner.stats import NOT_SETTLED
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
 from tuner.study.facts import analysis
 from tuner.study.facts.load_costs import LoadCosts, load_costs
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
+from tuner.views.best_headline import badge as verdict_badge
 from tuner.views.compare_studies import StudiesComparison, compare_studies
 from tuner.views.study_access import open_study
 
@@ -165,6 +167,9 @@ class ReportData:
     """This study beside others (`tuner report --compare B C`), as compare-studies has it."""
     load_costs: LoadCosts = LoadCosts()
     """What a load costs per fidelity, its phases as the server's logs told them."""
+    badge: str = ""
+    """The verdict in a few words, above the sentence: Confirmed, No gain — keep the
+    defaults, Not settled — about N more launches a side (views/best_verdict.py)."""
 
 
 def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> ReportData:
@@ -194,6 +199,7 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
         pareto=pareto(opened.optuna_study),
         studies=compare_studies(storage, [study, *compare]) if compare else None,
         load_costs=load_costs(launches),
+        badge=verdict_badge(answer),
     )
 
 
@@ -214,6 +220,9 @@ def _verdict(answer: BestReport) -> str:
     rec = answer.recommended
     if rec is None or answer.best is None:
         return no_answer_sentence(answer)
+    if answer.verdict == NOT_SETTLED:  # never read as "keep the defaults" for good
+        said = answer.not_settled.sentence if answer.not_settled is not None else rec.reason
+        return f"Not settled: {_after('not settled: ', said or '')}."
     if answer.keep_defaults:
         if answer.final is not None:  # the search's choice, refuted on fresh launches
             drift = answer.final.drift
@@ -233,6 +242,10 @@ def _verdict(answer: BestReport) -> str:
         f"against the defaults ({level * 100:g}% interval {gain.ci_low:+.1%} to "
         f"{gain.ci_high:+.1%}; {gain.verdict}). {rec.reason}"
     )
+
+
+def _after(prefix: str, text: str) -> str:
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def _label(params: Mapping[str, Any]) -> str:

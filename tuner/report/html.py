@@ -29,6 +29,9 @@ h1{font-size:1.6em;margin:0.2em 0}h2{font-size:1.25em;margin:1.6em 0 0.4em;
 .meta{color:#555;font-size:0.92em}
 .verdict{font-size:1.12em;background:#f2f7fb;border-left:5px solid #0072B2;
  padding:10px 14px;margin:12px 0}
+.badge{display:inline-block;padding:1px 8px;margin-right:6px;border-radius:4px;
+ color:#fff;background:#0072B2}.badge.no_gain{background:#555}
+.badge.not_settled{background:#D55E00}
 .grid2{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}
 .grid2>figure.chart-box{width:520px}
 figure.chart-box{margin:8px 0 16px;max-width:100%}
@@ -162,7 +165,7 @@ def _answer_section(data: ReportData) -> str:
     )
     parts = [
         f'<p class="meta">{esc(meta)}</p>',
-        f'<p class="verdict" id="verdict">{esc(data.verdict)}</p>',
+        f'<p class="verdict" id="verdict">{_badge(data)}{esc(data.verdict)}</p>',
         _answer_table(a.baseline, a.best, a.recommended),
     ]
     if a.screening is not None:  # views/best_screening.py: screening searched, full decided
@@ -190,6 +193,14 @@ def _answer_section(data: ReportData) -> str:
         if rec.args:
             parts.append(f"<p>server arguments</p><pre>{esc(deployment_text(rec, 'args'))}</pre>")
     return '<section id="answer"><h2>Answer</h2>' + "".join(parts) + "</section>"
+
+
+def _badge(data: ReportData) -> str:
+    """The verdict's badge before its sentence (views/best_verdict.py), or nothing."""
+    if not data.badge:
+        return ""
+    kind = esc(data.answer.verdict or "")
+    return f'<strong class="badge {kind}" id="verdict-badge">{esc(data.badge)}</strong> '
 
 
 def _answer_table(*entries: ConfigEntry | None) -> str:

@@ -26,12 +26,15 @@ from tuner.space.model_limits import INSPECT_PORT, inspect_names
 from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
 from tuner.space.spec import Scalar, Space
 from tuner.study.facts import analysis
+from tuner.study.run.reader import trial_views
+from tuner.study.state import StudyState, full_launched
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.best_screening import ScreeningAnswer, screening_answer
 from tuner.views.best_topology import TopologyAnswer, topology_answer
+from tuner.views.best_verdict import NotSettled, not_settled
 from tuner.views.ceiling_summary import ceiling_summary
 from tuner.views.hosts import StudyHardware, study_hardware
 from tuner.views.nccl_tuner import NcclTunerTable, nccl_tuner_table
@@ -141,11 +144,16 @@ class CouldHaveMissed:
 
     @property
     def text(self) -> str:
+        return f"keep the defaults: {self.clause}"
+
+    @property
+    def clause(self) -> str:
+        """What could still hide, without 'keep the defaults: '."""
         if self.gain_upper is None:
-            return "keep the defaults: no other configuration was measured to the end"
+            return "no other configuration was measured to the end"
         plural = "s" if self.configurations != 1 else ""
         return (
-            "keep the defaults: no configuration tried beats them by more than "
+            "no configuration tried beats them by more than "
             f"{max(self.gain_upper, 0.0):.1%} (the upper end of the {self.confidence:.0%} "
             f"interval of trial {self.trial}'s gain, the highest of {self.configurations} "
             f"configuration{plural} measured)"
@@ -200,6 +208,11 @@ class BestReport:
     """With ``screening:``: what screening searched and full launches decided."""
     topology: TopologyAnswer | None = None
     """The GPUs' topology the study ran on, and the settings vLLM ignores there."""
+    verdict: str | None = None
+    """The answer's verdict: confirmed, no_gain or not_settled (views/best_verdict.py);
+    None while nothing is recommended. not_settled keeps the defaults until settled."""
+    not_settled: NotSettled | None = None
+    """With not_settled: the candidate, what it showed, and the run that would settle it."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -217,8 +230,12 @@ class BestReport:
             "stop_detail": self.stop_detail,
             "trials": self.trials.to_json(),
         }
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
         if self.keep_defaults is not None:
             out["keep_defaults"] = self.keep_defaults
+        if self.not_settled is not None:
+            out["not_settled"] = self.not_settled.to_json()
         if self.gain_vs_baseline is not None:
             out["gain_vs_baseline"] = self.gain_vs_baseline.to_json()
         if self.probe is not None:
@@ -256,7 +273,9 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     opened = open_study(storage, study)
     space = opened.space
     hardware = study_hardware(opened.store, study, fingerprint)
+    user_attrs = opened.optuna_study.user_attrs
     facts = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
+    facts = facts.with_looks(StudyState.from_attrs(user_attrs).final_looks)  # as sized
     states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
     row = opened.store.study(study)
     rec = facts.recommendation()
@@ -273,6 +292,17 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     if recommended_entry is not None and recommended is not None:
         recommended_entry = dataclasses.replace(recommended_entry, reason=reason)
         keep_defaults = baseline is not None and recommended is baseline
+    verdict = answer_verdict(rec if front is None else None, keep_defaults)
+    unsettled = None
+    if verdict == stats.NOT_SETTLED and rec is not None and rec.unsettled is not None:
+        candidate = facts.configs.get(rec.unsettled.candidate)
+        unsettled = not_settled(
+            rec.unsettled,
+            trial=candidate.trials[0] if candidate is not None and candidate.trials else None,
+            full_launches=full_launched(trial_views(opened.optuna_study)),
+            space_path=row.space_path if row is not None else None,
+            storage=storage,
+        )
     gain = None
     if recommended is not None and baseline is not None and recommended is not baseline:
         # The final comparison's interval where it decided (the guarantee's), else the search's.
@@ -307,7 +337,11 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         probe=(probe := probe_summary(space, opened.optuna_study, recommended)),
         ceiling=ceiling_summary(space, probe, recommended, row.inventory if row else None),
         nccl_tuner=nccl_tuner_table(space, opened.optuna_study) if space.spec.probe else None,
-        could_have_missed=could_have_missed(facts) if keep_defaults and front is None else None,
+        could_have_missed=(
+            could_have_missed(facts)
+            if keep_defaults and front is None and verdict != stats.NOT_SETTLED
+            else None
+        ),
         hardware=hardware,
         objectives=tuple(objectives(space)),
         limits=limits_answer(
@@ -317,8 +351,24 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         capacity=capacity_answer(opened.store, space, named),
         final=final_answer(facts, rec) if front is None else None,
         screening=screening_answer(facts),
-        topology=topology_answer(opened.optuna_study.user_attrs),
+        topology=topology_answer(user_attrs),
+        verdict=verdict,
+        not_settled=unsettled,
     )
+
+
+def answer_verdict(rec: stats.Recommendation | None, keep_defaults: bool | None) -> str | None:
+    """The verdict of an answer whose recommended configuration is (``keep_defaults``) or
+    is not the defaults: the recommendation's (``rec``; None: with several objectives,
+    from ``keep_defaults`` alone); None without an answer."""
+    if keep_defaults is None:
+        return None
+    if rec is None:
+        return stats.NO_GAIN if keep_defaults else stats.CONFIRMED
+    outcome = rec.outcome
+    if keep_defaults and outcome == stats.CONFIRMED:  # cannot happen: the defaults are no change
+        return stats.NO_GAIN
+    return outcome
 
 
 def could_have_missed(facts: analysis.StudyAnalysis) -> CouldHaveMissed | None:

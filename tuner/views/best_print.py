@@ -9,9 +9,11 @@ import json
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tuner.errors import ConfigError, NoAnswerError
 from tuner.views.best import BestReport, ConfigEntry, no_answer_sentence
+from tuner.views.best_headline import deploy_notice, headline
 from tuner.views.deploy import (
     DEPLOY_FORMATS,
     LINE_FORMATS,
@@ -73,9 +75,13 @@ def print_best(
     if fmt == "json":
         return
     if fmt in DEPLOY_FORMATS:
-        text = deployment_text(chosen, fmt, which)
+        # not a confirmed change: said in a comment, or on stderr by the one-line formats
+        notice = deploy_notice(report, which)
+        text = deployment_text(chosen, fmt, which, notice=notice)
         console.print(text, highlight=False, markup=False, soft_wrap=True)
         if fmt in LINE_FORMATS and notes is not None:
+            for line in notice:
+                notes.print(line, highlight=False, markup=False, soft_wrap=True)
             for note in line_notes(chosen, fmt):
                 notes.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         return
@@ -86,12 +92,12 @@ def print_best(
     if report.noise is not None:
         console.print(f"Noise between launches: {noise_text(report)}", highlight=False)
     if rec is not None:
-        console.print(f"[bold]Recommendation:[/] {rec.reason}", highlight=False)
+        # one sentence: confirmed, no gain (with what could still hide) or not settled
+        head, _, sentence = headline(report).partition(" ")
+        console.print(Text.assemble((head, "bold"), " ", sentence), highlight=False)
         if report.final is not None:
             for line in report.final.lines():
                 console.print(line, highlight=False, markup=False)
-        if report.could_have_missed is not None:
-            console.print(report.could_have_missed.text, highlight=False)
         if not report.keep_defaults:
             console.print(
                 "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
@@ -168,13 +174,10 @@ def _value_text(entry: ConfigEntry) -> str:
     return f"{entry.value:.4g} per GPU ({entry.total:.4g} on {entry.gpus} GPUs)"
 
 
-def _best_table(report: BestReport) -> Table:
-    at = "" if report.metric == "capacity" else f" at concurrency {report.concurrency}"
-    per_gpu = " per GPU" if report.best is not None and report.best.gpus is not None else ""
-    title = f"{report.study}: {report.metric}{per_gpu}{at} ({report.direction})"
-    table = Table(title=title)
-    for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
-        table.add_column(col)
+def merged_rows(report: BestReport) -> list[tuple[str, ConfigEntry]]:
+    """best, recommended and baseline, one row per configuration: 'best, recommended' when
+    they are the same, 'best, recommended, baseline' when nothing beat the defaults."""
+    rows: list[tuple[list[str], ConfigEntry]] = []
     for label, entry in (
         ("best", report.best),
         ("recommended", report.recommended),
@@ -182,6 +185,22 @@ def _best_table(report: BestReport) -> Table:
     ):
         if entry is None:
             continue
+        same = next((row for row in rows if row[1].config == entry.config), None)
+        if same is not None:
+            same[0].append(label)
+        else:
+            rows.append(([label], entry))
+    return [(", ".join(labels), entry) for labels, entry in rows]
+
+
+def _best_table(report: BestReport) -> Table:
+    at = "" if report.metric == "capacity" else f" at concurrency {report.concurrency}"
+    per_gpu = " per GPU" if report.best is not None and report.best.gpus is not None else ""
+    title = f"{report.study}: {report.metric}{per_gpu}{at} ({report.direction})"
+    table = Table(title=title)
+    for col in ("", "trial", "value", f"{report.confidence:.0%} interval", "launches", "settings"):
+        table.add_column(col)
+    for label, entry in merged_rows(report):
         table.add_row(
             label,
             str(entry.trial),

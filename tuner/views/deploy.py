@@ -14,6 +14,12 @@ not stored: it prints as ``***`` (tuner/secrets.py), with a comment (env, system
 vllm-config) or a note on stderr (args, docker: their output stays one command line) to
 set it. ``Deployment`` is the same content as data: the ``deploy`` key of
 ``tuner best --format json``.
+
+When the answer is to keep the defaults (no gain) or is not settled, the configuration
+deployed is the defaults (no settings), and each format says why: a first comment line
+``# tuner: keep the defaults (no gain): ...`` or ``# tuner: not settled: deploy the
+defaults until ...; resume with ...`` (env, systemd, vllm-config); args and docker print
+the defaults' empty line and say it on stderr (tuner/views/best_verdict.py, docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -71,22 +77,35 @@ def deployment(entry: ConfigEntry, which: str = "recommended") -> Deployment:
     )
 
 
-def deployment_text(entry: ConfigEntry, fmt: str, which: str = "recommended") -> str:
-    """The settings of ``entry`` in the form ``fmt`` (one of DEPLOY_FORMATS) to paste."""
+def deployment_text(
+    entry: ConfigEntry, fmt: str, which: str = "recommended", notice: Sequence[str] = ()
+) -> str:
+    """The settings of ``entry`` in the form ``fmt`` (one of DEPLOY_FORMATS) to paste.
+
+    ``notice``: what the answer is when it is not a confirmed change (keep the defaults,
+    not settled: views/best_verdict.deploy_notice), one comment line each first in the
+    formats with comments (env, systemd, vllm-config); args and docker, one shell line,
+    leave it to stderr.
+    """
     quoting.check_deployable(entry.env, [*entry.command, *entry.args])
     title = f"tuner: trial {entry.trial} ({which})"
+    notice = [" ".join(line.splitlines()) for line in notice]  # each stays one comment
+    said = [f"# {line}" for line in notice]
     if fmt == "env":
-        lines = [f"# {title}: an EnvironmentFile= for systemd, or `set -a; . FILE` in a shell"]
+        lines = [
+            *said,
+            f"# {title}: an EnvironmentFile= for systemd, or `set -a; . FILE` in a shell",
+        ]
         for k, v in entry.env.items():
             lines += _secret_comment(k, v) + [quoting.env_file_line(k, v)]
         return "\n".join(lines)
     if fmt == "systemd":
-        return _systemd_text(entry, title)
+        return "\n".join([*said, _systemd_text(entry, title)])
     if fmt == "docker":
         words = [w for k, v in entry.env.items() for w in ("-e", f"{k}={v}")]
         return " ".join(quoting.shell_word(w) for w in words)
     if fmt == "vllm-config":
-        return vllm_config_text(entry.args, entry.env, header=[title])
+        return vllm_config_text(entry.args, entry.env, header=[*notice, title])
     return " ".join(quoting.shell_word(a) for a in entry.args)
 
 
