@@ -9,12 +9,23 @@ hook has a do-nothing default so an observer implements only what it shows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from optuna.trial import FrozenTrial
 
-if TYPE_CHECKING:
-    from tuner.bench.level import LiveStats
+
+class LiveStats(Protocol):
+    """What a running benchmark level counts as it goes (tuner/bench/level.py ``LiveStats``:
+    named here by its shape, events sit below the benchmark's layer)."""
+
+    @property
+    def planned(self) -> int | None: ...
+
+    @property
+    def completed(self) -> int: ...
+
+    @property
+    def phase(self) -> str: ...
 
 
 @dataclass(frozen=True)

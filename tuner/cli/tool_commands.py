@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.console import Console
 
 from tuner import exit_codes
 from tuner.cli.common import (
@@ -157,7 +158,9 @@ def sim(ctx: typer.Context) -> None:
     if {"-h", "--help"} & set(args):
         from tuner.cli.sim_help import print_sim_help
 
-        print_sim_help(out)  # argparse parses, Typer's style shows (cli/sim_help.py says why)
+        # A console of its own: the terminal's width now (the shared one keeps the width
+        # it was made with). argparse parses, Typer's style shows (cli/sim_help.py says why).
+        print_sim_help(Console())
         raise typer.Exit(0)
     from tuner.sim.__main__ import main as sim_main
 
