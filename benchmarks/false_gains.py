@@ -134,6 +134,12 @@ def _launches(rows: list[dict[str, Any]]) -> str:
     return f"{statistics.median(used):g} / {percentile(used, 0.9):g}"
 
 
+def _verdicts(rows: list[dict[str, Any]]) -> str:
+    """'31 / 9': the studies that answered no gain, and not settled."""
+    verdicts = [r["verdict"] for r in rows]
+    return f"{verdicts.count('no_gain')} / {verdicts.count('not_settled')}"
+
+
 def _score(ok: int, n: int) -> str:
     return f"{ok}/{n} | {clopper_pearson_lower(ok, n, CONFIDENCE):.3f}"
 
@@ -156,10 +162,10 @@ def run_grid(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> None
     )
     print()
     print(
-        "| noise | patience | faults | budget | defaults kept | 95% lower | launches med / p90 "
-        "| stops | changed (seeds) | s |"
+        "| noise | patience | faults | budget | not confirmed | 95% lower | no gain / not settled "
+        "| defaults kept | launches med / p90 | stops | confirmed (seeds) | s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     study_seconds: list[float] = []
     for cell in cells:
         options = cell.options(args.budget, args.drift_launches)
@@ -168,11 +174,12 @@ def run_grid(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> None
         seconds = time.monotonic() - t0
         study_seconds += [r["seconds"] for r in rows]
         kept = sum(r["keep_defaults"] for r in rows)
-        changed = [r["seed"] for r in rows if not r["keep_defaults"]]
+        confirmed = [r["seed"] for r in rows if r["verdict"] == "confirmed"]
         print(
             f"| {cell.noise:g} | {cell.patience} | {cell.faults} | {options.budget} "
-            f"| {_score(kept, len(rows))} | {_launches(rows)} | {_stops(rows)} "
-            f"| {' '.join(map(str, changed)) or '-'} | {seconds:.0f} |",
+            f"| {_score(len(rows) - len(confirmed), len(rows))} | {_verdicts(rows)} "
+            f"| {kept}/{len(rows)} | {_launches(rows)} | {_stops(rows)} "
+            f"| {' '.join(map(str, confirmed)) or '-'} | {seconds:.0f} |",
             flush=True,
         )
     print()
@@ -194,15 +201,22 @@ def run_hidden(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> No
         f"{len(seeds)} studies (seeds {seeds[0]}..{seeds[-1]}), jobs {args.jobs}"
     )
     print()
-    print("| case | noise | within 2% | 95% lower | launches med / p90 | stops | missed | s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| case | noise | within 2% | 95% lower | confirmed / no gain / not settled "
+        "| missed and no gain | launches med / p90 | stops | missed | s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for noise in noises:
         t0 = time.monotonic()
         rows = run_seeds("hidden-gain", seeds, Options(noise=noise, probe=True), pool=pool)
         within = sum(r["within"] for r in rows)
         missed = [r["seed"] for r in rows if not r["within"]]
+        verdicts = [r["verdict"] for r in rows]
+        wrong = sum(1 for r in rows if not r["within"] and r["verdict"] == "no_gain")
         print(
             f"| hidden-gain + probe | {noise:g} | {_score(within, len(rows))} "
+            f"| {verdicts.count('confirmed')} / {verdicts.count('no_gain')} / "
+            f"{verdicts.count('not_settled')} | {wrong} "
             f"| {_launches(rows)} | {_stops(rows)} | {' '.join(map(str, missed)) or '-'} "
             f"| {time.monotonic() - t0:.0f} |",
             flush=True,

@@ -293,6 +293,7 @@ def run_case(
         report = best_report(storage, space.study_name)
         rec = report.recommended
         assert rec is not None
+        verdict = _verdict(storage, space)
         true = speed(dict(rec.params)) / 100.0
         return {
             "case": case,
@@ -300,6 +301,7 @@ def run_case(
             "stop": result.stop_reason,
             "launched": result.launched,
             "keep_defaults": bool(report.keep_defaults),
+            "verdict": verdict,  # confirmed, no_gain or not_settled
             "within": true >= WITHIN * optimum - 1e-12,
             "answer": true,  # the recommendation's true speed, over the defaults'
             # The final comparison's candidate (its changed settings), if one ran.
@@ -324,6 +326,20 @@ def run_case(
             )
             / 3600,
         }
+
+
+def _verdict(storage: str, space: Any) -> str:
+    """The answer's verdict (confirmed, no_gain, not_settled) as `tuner best` reads it."""
+    import optuna
+
+    from tuner.storage import Store
+    from tuner.study.facts.analysis import analyze
+    from tuner.study.state import StudyState
+
+    study = optuna.load_study(study_name=space.study_name, storage=storage)
+    looks = StudyState.from_attrs(study.user_attrs).final_looks
+    rec = analyze(Store(storage), space).with_looks(looks).recommendation()
+    return rec.outcome if rec is not None else "none"
 
 
 def _run_one(job: tuple[str, int, Options]) -> dict[str, Any]:

@@ -621,7 +621,11 @@ def test_a_screened_plateau_looks_four_times_at_most() -> None:
     snap = study.snapshot(state=snap.state)
     assert PLATEAU_LOOKS == 4 and goal.last_look(snap) is None
     decision = next_launch.after_trial(snap, goal)
-    assert decision.stop is not None and decision.stop.reason == attrs.PLATEAU
+    # No more looks: the plateau comes, after a final comparison of the search's best
+    # (not told from the defaults, but its interval still holds the target gain).
+    assert decision.launches and {launch.role for launch in decision.launches} == {attrs.FINAL}
+    assert decision.state is not None and decision.state.final_trigger is not None
+    assert decision.state.final_trigger["reason"] == attrs.PLATEAU
 
 
 def test_without_screening_the_plateau_stops_with_no_last_look() -> None:

@@ -75,9 +75,9 @@ def _add_measurements(storage: str) -> Store:
 def test_a_real_gain_reads_deploy_with_its_interval(tmp_path: Path) -> None:
     data = build_report(hand_study(tmp_path, GAIN), "hand")
     assert data.verdict.startswith("Deploy the settings of trial 2: +8.")
-    against = "output_throughput at concurrency 1 against the defaults (99.5% interval +"
+    against = "output_throughput at concurrency 1 against the defaults (99.75% interval +"
     assert against in data.verdict
-    assert "Bonferroni over its 2 looks" in data.verdict
+    assert "at look 1 (its share of the error rate)" in data.verdict
     assert [p.trial for p in data.history] == list(range(8))  # the final launches too
     assert data.band is not None and data.band.low < 81.3 < data.band.high
     # Both changed values were only ever launched together: the model cannot split the gain,

@@ -94,17 +94,15 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     path = tmp_path / "d.yaml"
     path.write_text(yaml.safe_dump({**SPACE, **slow}))
     storage = f"sqlite:///{tmp_path}/d.db"
-    # Nothing matters: each run stops once only the final comparison's 4 launches are left.
+    # Nothing matters: the launches kept for a final comparison that never comes go to the
+    # search, so --trials 8 makes 8 launches, and a resume to 11 makes 3 more.
     first = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed)
     run_sweep(load_space(path), storage=storage, n_trials=8, seed=seed, runner=first)
     second = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed + 10)
     result = run_sweep(load_space(path), storage=storage, n_trials=11, seed=seed, runner=second)
-    assert len(first.launched) == 4 and len(second.launched) == 3
-    assert result.launched == 7
-    assert result.stop_detail == (
-        "used the budget of 11 launches but its last 4: kept for a final comparison, and the "
-        "search found no candidate for one; no launch left could change the answer"
-    )
+    assert len(first.launched) == 8 and len(second.launched) == 3
+    assert result.launched == 11
+    assert result.stop_detail == "used the budget of 11 launches"
     assert not any(role == "baseline" for role, _ in second.launched)
 
 
@@ -236,9 +234,17 @@ def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) ->
     row = Store(storage).study("d")
     assert row is not None and row.stop_reason == "terminated"
     assert row.stop_detail == "stopped by SIGTERM; run the same command to resume"
-    # The same command resumes: nothing is left RUNNING, and the budget counts the
-    # terminated launch as one (it did start a server), as it does an interrupted one.
+    # The same command resumes: nothing is left RUNNING, the terminated launch runs again
+    # first, and it is not charged to the budget: 8 launches run to the end in all.
     assert not [t for t in study.trials if t.state.name == "RUNNING"]
+    assert last.user_attrs["tuner_interrupted"] is True
+    cut = (last.user_attrs["tuner_role"], {
+        k: v for k, v in last.user_attrs["tuner_params"].items() if v != "default"
+    })  # fmt: skip
     again = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
     result = run_sweep(load_space(path), storage=storage, n_trials=8, seed=0, runner=again)
-    assert result.launched == 4 and len(again.launched) == 1  # the other 4: the reserve
+    assert again.launched[0] == cut
+    # The 2 baselines before the signal and this run's launches (it may settle earlier).
+    assert result.launched == 2 + len(again.launched) <= 8
+    retry = optuna.load_study(study_name="d", storage=storage).trials[last.number + 1]
+    assert retry.user_attrs["tuner_retry_of"] == last.number

@@ -3,8 +3,9 @@
 A final comparison (tuner/stats/final.py) is judged at *looks*: after ``first`` launches a
 side (cheap: a clear gain is confirmed at once), then at ``sized`` launches a side (the
 size the cost plan worked out from the measured noise, tuner/study/facts/final_size.py),
-and, only when a user resumes a study whose answer is "not settled" with a larger
-``--trials``, at further looks of ``step`` more launches a side each. The sizes of every
+and, only when the budget has room after an open sized look (a user resumes a study whose
+answer is "not settled" with a larger ``--trials``), at further looks of twice the
+launches of the look before. The sizes of every
 look are fixed before the comparison's first launch; which of them are taken depends on
 the data (a look is taken only while the comparison is neither passed nor refuted).
 
@@ -48,17 +49,14 @@ class LookPlan:
         """The planned looks' sizes: the first, and the sized one when it is larger."""
         return (self.first,) if self.sized <= self.first else (self.first, self.sized)
 
-    @property
-    def step(self) -> int:
-        """Launches a side each look after the planned ones adds: half the sized look."""
-        return max(1, -(-self.sized // 2))
-
     def size(self, look: int) -> int:
-        """Launches a side at look ``look`` (1-based)."""
+        """Launches a side at look ``look`` (1-based): the planned ones, then twice the
+        last each time (each later look spends half the error of the one before, so only
+        a look that narrows the interval by about a third is worth taking)."""
         planned = self.planned
         if look <= len(planned):
             return planned[look - 1]
-        return planned[-1] + (look - len(planned)) * self.step
+        return planned[-1] << (look - len(planned))
 
     def look_of(self, launches: int) -> int:
         """The look a comparison with ``launches`` a side is judged as: the first whose

@@ -34,6 +34,9 @@ claim, so the study says whether a claimed launch was queued (a dead worker's cl
 launch no trial carries expires)."""
 RETRY_OF: Final = "tuner_retry_of"
 """Of a trial queued again after its worker died: the number of the trial it repeats."""
+CUT_SHORT: Final = "tuner_interrupted"
+"""Of a trial: True when its launch was cut short from outside (Ctrl-C, SIGTERM, a dead
+worker): not charged to --trials, and run again when the study resumes."""
 PROPOSER: Final = "tuner_proposer"
 """Of a search trial: who proposed it, one of ``Proposer``."""
 CONSTRAINTS: Final = "tuner_constraints"

@@ -141,8 +141,9 @@ def _looks(found: Any) -> LookPlan | None:
 
 
 def launched(trials: Iterable[TrialView]) -> int:
-    """Launches run to the end (what --trials counts): a running one is not yet counted."""
-    return sum(1 for t in trials if t.launched and not t.running)
+    """Launches run to the end (what --trials counts): a running one is not yet counted,
+    nor one cut short from outside (it runs again when the study resumes)."""
+    return sum(1 for t in trials if t.launched and not t.running and not t.interrupted)
 
 
 def full_launched(trials: Iterable[TrialView]) -> int:
@@ -165,6 +166,8 @@ class TrialView:
     fidelity: str | None = None
     """``screen`` or ``full`` once queued or started (None: a free proposal not yet started,
     or a study from before screening: full)."""
+    interrupted: bool = False
+    """Cut short from outside (Ctrl-C, a signal, a dead worker): not charged to --trials."""
 
     @classmethod
     def of(cls, number: int, state: str, found: Mapping[str, Any]) -> TrialView:
@@ -177,6 +180,7 @@ class TrialView:
             launched=bool(found.get(attrs.LAUNCHED)),
             worker=found.get(attrs.WORKER),
             fidelity=found.get(attrs.FIDELITY),
+            interrupted=bool(found.get(attrs.CUT_SHORT)),
         )
 
     @property

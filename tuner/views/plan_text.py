@@ -46,6 +46,7 @@ def plan_lines(plan: CostPlan) -> list[str]:
     out = [
         f"cost plan after {plan.baseline_measured} baseline launch"
         f"{'es' if plan.baseline_measured != 1 else ''}:",
+        *([f"  {sizing_line(plan)}"] if plan.sizing is not None else []),
         f"  noise: {between}; {within_text}",
         f"  smallest gain the search can see: {pct_text(plan.now.gain)} for the first "
         f"candidate, {pct_text(plan.settled.gain)} once the between-launch noise is well "
@@ -79,12 +80,43 @@ def plan_lines(plan: CostPlan) -> list[str]:
 
 
 def _more_launches(plan: CostPlan) -> str:
-    if plan.final_launches_max <= plan.final_launches:
+    sized = plan.sizing.looks.sized if plan.sizing is not None else plan.final_launches_max
+    if sized <= plan.final_launches:
         return ""
     return (
-        f"; up to {plan.final_launches_max} each, a second look, when the first look's "
-        "interval holds min_gain: each look at half the error rate"
+        f"; up to {sized} each, sized to the noise, when the first look leaves it open: "
+        "each look at its share of the error rate"
     )
+
+
+def sizing_line(plan: CostPlan) -> str:
+    """The final comparison's size and whether --trials holds it beside a search, in one
+    line ("at ±3.0% between launches a 6.5% gain takes 6 launches a side to confirm ...")."""
+    sizing = plan.sizing
+    assert sizing is not None
+    k = sizing.looks.sized
+    reach = (
+        f"a {pct_text(sizing.target_gain)} gain (what the search can see) takes {k} launch"
+        f"{'es' if k != 1 else ''} a side to confirm"
+        if sizing.reached
+        else f"{k} launches a side (the most) confirm {pct_text(sizing.confirmable)}, not the "
+        f"{pct_text(sizing.target_gain)} the search can see"
+    )
+    text = (
+        f"final comparison: at ±{percent(sizing.noise_rel_sd)} between launches {reach} "
+        f"(four times in five)"
+    )
+    budget, needed = plan.budget, sizing.trials_needed
+    if budget is None:
+        return f"{text}; --trials {needed} holds it beside a search"
+    search = budget - needed + plan.patience if plan.screening is None else None
+    if budget >= needed:
+        left = f": --trials {budget} leaves {search} for the search" if search is not None else ""
+        return f"{text}{left}"
+    short = f"--trials {budget} cannot hold it beside a search"
+    if search is not None and search > 0:
+        short = f"--trials {budget} leaves {search} for the search"
+    return f"{text}: {short}; --trials {needed} would (answers may end 'not settled' until then)"
 
 
 def _launches_text(plan: CostPlan) -> str:

@@ -142,6 +142,13 @@ class StudyAnalysis:
             looks=self.look_plan,
         )
 
+    def comparison_candidate(self) -> str | None:
+        """The configuration a final comparison would judge (None: nothing worth one): the
+        search's candidate when it is a change; else its best, when the search could not
+        tell it from the defaults but its interval still holds the target gain (a gain
+        worth confirming may hide there, so only fresh launches may say "no gain")."""
+        return final.worth_comparing(self.candidate(), self.look_plan)
+
     def final_comparisons(self) -> list[stats.FinalComparison]:
         """Each final comparison's verdict, in the order they were made."""
         baseline = self.baseline

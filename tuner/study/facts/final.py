@@ -104,6 +104,31 @@ def verdicts(
     ]
 
 
+def target_of(looks: LookPlan | None, min_gain: float) -> float:
+    """The gain a comparison aims at: the sized one's, else twice the minimum gain."""
+    if looks is not None and looks.target_gain is not None:
+        return looks.target_gain
+    return 2 * min_gain
+
+
+def hides_target(candidate: stats.Recommendation, looks: LookPlan | None) -> bool:
+    """The search's best, though not told from the defaults, could still be the target
+    gain: its interval against them reaches it."""
+    cmp = candidate.best_vs_baseline
+    if cmp is None or candidate.best == candidate.recommended or cmp.gain <= 0:
+        return False
+    return cmp.gain + cmp.noise_rel >= target_of(looks, cmp.min_gain)
+
+
+def worth_comparing(candidate: stats.Recommendation | None, looks: LookPlan | None) -> str | None:
+    """The key a final comparison judges (see ``StudyAnalysis.comparison_candidate``)."""
+    if candidate is None:
+        return None
+    if not candidate.keep_defaults:
+        return candidate.recommended
+    return candidate.best if hides_target(candidate, looks) else None
+
+
 def answer(
     candidate: stats.Recommendation | None,
     finals: Sequence[stats.FinalComparison],
@@ -139,14 +164,20 @@ def answer(
         else:
             unsettled = open_comparison(last, name(last.candidate))
             reason, verdict = not_settled_sentence(unsettled), stats.NOT_SETTLED
-    elif candidate.keep_defaults:
+    elif candidate.keep_defaults and not hides_target(candidate, looks):
         return dataclasses.replace(candidate, verdict=stats.NO_GAIN)
     else:
-        cmp = candidate.recommended_vs_baseline
+        key = worth_comparing(candidate, looks)
+        assert key is not None
+        cmp = (
+            candidate.recommended_vs_baseline
+            if not candidate.keep_defaults
+            else candidate.best_vs_baseline
+        )
         first = looks.first if looks is not None else 2
         unsettled = stats.Unsettled(
-            candidate=candidate.recommended,
-            label=name(candidate.recommended),
+            candidate=key,
+            label=name(key),
             gain=cmp.gain if cmp is not None else 0.0,
             lower=None,
             upper=None,
@@ -172,6 +203,10 @@ def answer(
     )
 
 
+SETTLE_LOOKS = 3
+"""How many of the plan's next looks the estimate of what settles a comparison reaches."""
+
+
 def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
     """A comparison that neither passed nor was refuted, and about how many more launches
     a side would settle it: the fewest of the plan's next looks at which an interval of
@@ -181,15 +216,22 @@ def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
     half = f.gain.noise_rel
     target = f.target if f.target is not None else f.bar
     t_now = t_critical(f.gain.confidence, max(1.0, f.gain.dof))
-    look = f.look + 1
-    for look in range(f.look + 1, f.look + 9):
+    settles = None
+    for look in range(f.look + 1, f.look + 1 + SETTLE_LOOKS):
         size = f.plan.size(look)
         level = _look_level(f, look)
         width = half * math.sqrt(k / size) * t_critical(level, max(1.0, f.gain.dof)) / t_now
         if f.gain.gain - width > f.bar or f.gain.gain + width < target:
+            settles = look
             break
+    look = settles if settles is not None else f.look + 1
     what = f"the {percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
     ruled = f" nor rules out a gain of {percent(target)}" if target > f.bar else ""
+    if settles is None:
+        ruled += (
+            f"; the gain measured is too close to the bar to say how many launches settle it: "
+            f"the next look ({f.plan.size(look)} a side) narrows it"
+        )
     return stats.Unsettled(
         candidate=f.candidate,
         label=who,
@@ -199,7 +241,7 @@ def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
         confidence=f.gain.confidence,
         launches_each=k,
         more_each=max(1, f.plan.size(look) - k),
-        why=f"its interval on {launches_phrase(f)} neither clears {what}{ruled}",
+        why=f"its interval on {launches_phrase(f)}, neither clears {what}{ruled}",
     )
 
 

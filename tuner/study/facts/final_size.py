@@ -12,8 +12,9 @@ smaller one the search would rarely single out, so launches sized for it would m
 confirm what was never found; and a target at the bar itself would need endless launches.
 The sized look is the fewest launches a side, from ``stop.final_launches`` to the space's
 most (``SpaceSpec.final_launches_most``), at which a gain of the target is confirmed with
-power ``FINAL_POWER`` (80%) at that look's level (tuner/stats/looks.py). Where even the most does not reach the target, the most is taken
-and the plan says which gain it does confirm.
+power ``FINAL_POWER`` (80%) at that look's level (tuner/stats/looks.py). Where even the
+most does not reach the target, the most is taken and the plan says which gain it does
+confirm.
 
 The budget keeps ``2 x sized`` full launches for the comparison from then on
 (``Snapshot.final_reserve``), and ``trials_needed`` is the ``--trials`` that holds them

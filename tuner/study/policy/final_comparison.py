@@ -61,12 +61,11 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
     the first look's launches a side (never fewer: the answer's test is the one the
     study's settings promise; the search's reserve keeps that room, see final_reserve)."""
     facts = snap.facts
-    candidate = facts.candidate()
-    if candidate is None or candidate.keep_defaults or facts.baseline is None:
+    key = facts.comparison_candidate()
+    if key is None or facts.baseline is None or key == facts.baseline.config_hash:
         return [], snap
     if not facts.eligible(facts.baseline):
         return [], snap  # the defaults break a limit: the answer is what meets it
-    key = candidate.recommended
     if any(t.role == attrs.FINAL and t.config == key for t in snap.trials):
         return [], snap  # compared once: the answer is that comparison's
     looks = _sized_now(snap)
@@ -120,7 +119,9 @@ def next_look(snap: Snapshot) -> list[Launch]:
         return []
     # The candidate's launches queued so far, whatever became of them: a failed launch is
     # not a reason for another look; a look is only taken whole.
-    queued = sum(1 for t in snap.trials if t.role == attrs.FINAL and t.config == key)
+    queued = sum(
+        1 for t in snap.trials if t.role == attrs.FINAL and t.config == key and not t.interrupted
+    )
     size = verdict.plan.size(verdict.look)
     if queued != size:
         return []

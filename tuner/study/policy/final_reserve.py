@@ -69,7 +69,6 @@ def release_unused(snap: Snapshot) -> Snapshot:
         return snap
     if any(t.role == attrs.FINAL for t in snap.trials):
         return snap
-    candidate = snap.facts.candidate()
-    if candidate is not None and not candidate.keep_defaults:
+    if snap.facts.comparison_candidate() is not None:
         return snap
     return snap.releasing_reserve()

@@ -57,11 +57,10 @@ def reserve_stop(snap: Snapshot) -> Stop:
     left = snap.full_left
     if left <= 0:
         return budget_stop(snap)
-    candidate = snap.facts.candidate()
     why = (
         "the search's choice needs more for its final comparison "
-        f"({snap.final_reserve}: stop.final_launches a side)"
-        if candidate is not None and not candidate.keep_defaults
+        f"({2 * snap.facts.look_plan.first}: its first look, both sides): not settled"
+        if snap.facts.comparison_candidate() is not None
         else "kept for a final comparison, and the search found no candidate for one"
     )
     return Stop(

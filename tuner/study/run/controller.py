@@ -25,7 +25,7 @@ from tuner.study.policy import next_launch
 from tuner.study.policy.decisions import Decision, Stop
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.snapshot import Snapshot
-from tuner.study.run import queue
+from tuner.study.run import queue, recovery
 from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot
@@ -82,6 +82,8 @@ class SweepController:
     def open(self, study: optuna.Study) -> None:
         """Before the first trial of this run: the baseline, what a resumed study left."""
         self.memory.stop_seen = study.user_attrs.get(attrs.STOPPED_BY)
+        for number in recovery.requeue_interrupted(study, self.claims):
+            self.observer.message(f"trial {number} was cut short; queued again (not charged)")
         snap = self._snapshot(study, finished=None)
         self._apply(study, snap.state, next_launch.opening(snap, self.goal))
 

@@ -132,21 +132,47 @@ def _fail_and_requeue(
     if not claims.take(RETRY_CLAIM, str(trial.number)):
         return False  # another worker recovers it
     try:
-        rdb.set_trial_user_attr(trial_id(rdb, study.study_name, trial.number), attrs.REASON, reason)
+        number = trial_id(rdb, study.study_name, trial.number)
+        rdb.set_trial_user_attr(number, attrs.REASON, reason)
+        rdb.set_trial_user_attr(number, attrs.CUT_SHORT, True)  # its retry is charged
         study.tell(trial.number, state=TrialState.FAIL)
     except RuntimeError:  # it finished meanwhile: its worker was alive after all
         return False
     if attrs.PARAMS in trial.user_attrs:
-        # The values fixed at enqueue time (baseline, confirmations) or suggested so far.
-        params = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
-        kept = (attrs.ROLE, attrs.PARAMS, attrs.CONFIG, attrs.PROPOSER)
-        study.enqueue_trial(
-            params,
-            user_attrs={
-                **{k: trial.user_attrs[k] for k in kept if k in trial.user_attrs},
-                attrs.RETRY_OF: trial.number,
-                **queue.claim_attrs(RETRY_CLAIM, str(trial.number)),
-            },
-            skip_if_exists=False,
-        )
+        _queue_again(study, trial)
     return True
+
+
+def requeue_interrupted(study: optuna.Study, claims: queue.Claims | None) -> list[int]:
+    """Queue again, once in all workers, every launch this study's runs cut short
+    (Ctrl-C, a signal) that was not queued again yet: a resumed study runs it first, and
+    the cut launch is not charged to --trials. Returns the numbers queued again."""
+    trials = study.get_trials(deepcopy=False)
+    retried = {t.user_attrs.get(attrs.RETRY_OF) for t in trials}
+    again = []
+    for trial in trials:
+        if trial.state != TrialState.FAIL or not trial.user_attrs.get(attrs.CUT_SHORT):
+            continue
+        if trial.number in retried or attrs.PARAMS not in trial.user_attrs:
+            continue
+        if claims is not None and not claims.take(RETRY_CLAIM, str(trial.number)):
+            continue
+        _queue_again(study, trial)
+        again.append(trial.number)
+    return again
+
+
+def _queue_again(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Queue ``trial``'s configuration again, same role and params (``tuner_retry_of``)."""
+    # The values fixed at enqueue time (baseline, confirmations) or suggested so far.
+    params = {**trial.system_attrs.get("fixed_params", {}), **trial.params}
+    kept = (attrs.ROLE, attrs.PARAMS, attrs.CONFIG, attrs.PROPOSER, attrs.FIDELITY)
+    study.enqueue_trial(
+        params,
+        user_attrs={
+            **{k: trial.user_attrs[k] for k in kept if k in trial.user_attrs},
+            attrs.RETRY_OF: trial.number,
+            **queue.claim_attrs(RETRY_CLAIM, str(trial.number)),
+        },
+        skip_if_exists=False,
+    )

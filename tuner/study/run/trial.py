@@ -132,6 +132,7 @@ def run_trial(
         trial.set_user_attr(
             attrs.REASON, str(stop) if isinstance(stop, Terminated) else "interrupted"
         )
+        trial.set_user_attr(attrs.CUT_SHORT, True)  # not charged; runs again on resume
         raise
     for step, value in enumerate(goal.reported_rounds(outcome.round_values)):
         trial.report(value, step)
