@@ -746,3 +746,58 @@ def test_the_tiebreak_never_queues_a_launch_its_fidelity_has_no_room_for() -> No
     assert not snap.has_room(_params(space, drafts=3))
     launches = final_checks.tiebreak(snap)
     assert [(launch.role, _changed(launch)) for launch in launches] == [(attrs.CONFIRM, {})]
+
+
+def test_a_resumed_run_takes_the_open_comparisons_next_look_before_any_search() -> None:
+    space = _space()
+    study = Study(space)
+    best, state = _small_gain_at_plateau(study)
+    first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
+    assert first.state is not None and first.state.final_looks is not None
+    for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
+        _final(study, candidate, value)
+    # The run ended there (its budget): the answer is not settled.
+    ended = first.state.replace(final_trigger=None, stop_reason=attrs.BUDGET)
+    snap = study.snapshot(state=ended, finished=None)
+    rec = snap.facts.recommendation()
+    assert rec is not None and rec.outcome == "not_settled" and rec.unsettled is not None
+    # The same study with a larger --trials: the comparison's next look, nothing else.
+    resumed = next_launch.opening(snap, goal_for(space.spec))
+    sized = first.state.final_looks.sized
+    assert [launch.claim for launch in resumed.launches] == [
+        (attrs.FINAL, f"{best}:{slot}") for slot in range(4, 2 * sized)
+    ]
+    assert resumed.state is not None and resumed.state.final_trigger is not None
+    # A budget too small for that look: the study goes on as it would (no lopsided look).
+    tight = study.snapshot(state=ended, finished=None, budget=len(study.rows) + 1)
+    assert all(launch.role != attrs.FINAL for launch in next_launch.opening(tight, goal_for(
+        space.spec)).launches)  # fmt: skip
+
+
+def test_a_resumed_run_compares_the_candidate_the_budget_had_no_room_for() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    best = _confirmed_gain(study)
+    ended = StudyState(incumbent=best, stop_reason=attrs.BUDGET)
+    snap = study.snapshot(state=ended, finished=None)
+    rec = snap.facts.recommendation()
+    assert rec is not None and rec.outcome == "not_settled"
+    assert rec.unsettled is not None and rec.unsettled.launches_each == 0
+    resumed = next_launch.opening(snap, goal_for(space.spec))
+    assert [launch.role for launch in resumed.launches] == [attrs.FINAL] * 4
+    assert [launch.config == best for launch in resumed.launches] == [True, False, False, True]
+
+
+def test_the_reserve_goes_to_the_search_when_nothing_is_worth_a_comparison() -> None:
+    space = _space()
+    study = Study(space)
+    _baselines(study)
+    for value in (0, 3):  # flat: nothing the search could confirm, nothing hides a gain
+        study.launch(attrs.SEARCH, [99.9, 100.0, 100.1], proposer=attrs.LOCAL, compilation=value)
+    budget = len(study.rows) + 4  # only the first look's launches are left
+    snap = study.snapshot(budget=budget)
+    assert snap.facts.comparison_candidate() is None
+    decision = next_launch.after_trial(snap, goal_for(space.spec))
+    assert decision.stop is None
+    assert [launch.role for launch in decision.launches] == [attrs.SEARCH]

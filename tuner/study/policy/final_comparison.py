@@ -142,14 +142,19 @@ def next_look(snap: Snapshot) -> list[Launch]:
 
 
 def resume_look(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
-    """On opening a run: the next look of a comparison a previous run left open (its answer
-    "not settled"), before any new search, with the budget's stop remembered."""
+    """On opening a run: the next look of a comparison a previous run left open, or the
+    first look of one the budget left no room for (either way its answer "not settled"),
+    before any new search, with the budget's stop remembered."""
     if snap.state.final_trigger:
         return [], snap  # a run still waits on it: after_trial decides
+    trigger = Stop(attrs.BUDGET, f"used the budget of {snap.budget} launches")
+    if not snap.facts.final_blocks and snap.state.stop_reason == attrs.BUDGET:
+        # The budget ran out before the candidate's comparison could run: it runs now.
+        return launches(snap, trigger)
     found = next_look(snap)
     if not found:
         return [], snap
-    remembered = {"reason": attrs.BUDGET, "detail": f"used the budget of {snap.budget} launches"}
+    remembered = {"reason": trigger.reason, "detail": trigger.detail}
     return found, snap.with_state(snap.state.replace(final_trigger=remembered))
 
 
