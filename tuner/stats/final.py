@@ -20,9 +20,9 @@ launches alone:
   than what the launches show, and never the prior's optimism alone;
 - three outcomes: **passed** when the interval's lower end clears the minimum gain (and
   the drift, see below): at the configured confidence it beats the defaults by at least
-  that much; **refuted** when its upper end is at or below the bar, or below the target
-  gain the comparison was sized for (no gain worth that size; what could still hide is
-  the upper end); else **open**: more launches would settle it;
+  that much; **refuted** when its upper end is at or below the bar (the mirror image:
+  at the same confidence the gain is below what is worth deploying); else **open**: more
+  launches would settle it (the answer says how many);
 - the drift: the final baseline launches against the study's first ones. When they moved
   significantly and by more than the minimum gain, gains below that move cannot be told
   from it; the bar is raised to it and the sentence says so.
@@ -116,14 +116,9 @@ class FinalComparison:
 
     @property
     def refuted(self) -> bool:
-        """No gain worth its size: the interval's upper end is at or below the bar, or
-        below the target gain the comparison was sized for (see the module)."""
-        if self.passed:
-            return False
-        if self.upper <= self.bar:
-            return True
-        target = self.target
-        return target is not None and target > self.bar and self.upper < target
+        """No gain worth deploying: the interval's upper end is at or below the bar, the
+        mirror of ``passed`` at the same level (see the module)."""
+        return not self.passed and self.upper <= self.bar
 
     @property
     def straddles(self) -> bool:

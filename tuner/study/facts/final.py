@@ -104,20 +104,13 @@ def verdicts(
     ]
 
 
-def target_of(looks: LookPlan | None, min_gain: float) -> float:
-    """The gain a comparison aims at: the sized one's, else twice the minimum gain."""
-    if looks is not None and looks.target_gain is not None:
-        return looks.target_gain
-    return 2 * min_gain
-
-
-def hides_target(candidate: stats.Recommendation, looks: LookPlan | None) -> bool:
-    """The search's best, though not told from the defaults, could still be the target
-    gain: its interval against them reaches it."""
+def hides_gain(candidate: stats.Recommendation) -> bool:
+    """The search's best, though not told from the defaults, could still be a gain worth
+    deploying: its interval against them reaches the minimum gain."""
     cmp = candidate.best_vs_baseline
     if cmp is None or candidate.best == candidate.recommended or cmp.gain <= 0:
         return False
-    return cmp.gain + cmp.noise_rel >= target_of(looks, cmp.min_gain)
+    return cmp.gain + cmp.noise_rel > cmp.min_gain
 
 
 def worth_comparing(candidate: stats.Recommendation | None, looks: LookPlan | None) -> str | None:
@@ -126,7 +119,7 @@ def worth_comparing(candidate: stats.Recommendation | None, looks: LookPlan | No
         return None
     if not candidate.keep_defaults:
         return candidate.recommended
-    return candidate.best if hides_target(candidate, looks) else None
+    return candidate.best if hides_gain(candidate) else None
 
 
 def answer(
@@ -164,7 +157,7 @@ def answer(
         else:
             unsettled = open_comparison(last, name(last.candidate))
             reason, verdict = not_settled_sentence(unsettled), stats.NOT_SETTLED
-    elif candidate.keep_defaults and not hides_target(candidate, looks):
+    elif candidate.keep_defaults and not hides_gain(candidate):
         return dataclasses.replace(candidate, verdict=stats.NO_GAIN)
     else:
         key = worth_comparing(candidate, looks)
@@ -210,23 +203,22 @@ SETTLE_LOOKS = 3
 def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
     """A comparison that neither passed nor was refuted, and about how many more launches
     a side would settle it: the fewest of the plan's next looks at which an interval of
-    the width the noise implies, around the gain measured, would clear the bar or fall
-    below the target (at least the next look)."""
+    the width the noise implies, around the gain measured, would lie wholly above or
+    below the bar (at least the next look)."""
     k = max(f.candidate_launches, f.baseline_launches)
     half = f.gain.noise_rel
-    target = f.target if f.target is not None else f.bar
     t_now = t_critical(f.gain.confidence, max(1.0, f.gain.dof))
     settles = None
     for look in range(f.look + 1, f.look + 1 + SETTLE_LOOKS):
         size = f.plan.size(look)
         level = _look_level(f, look)
         width = half * math.sqrt(k / size) * t_critical(level, max(1.0, f.gain.dof)) / t_now
-        if f.gain.gain - width > f.bar or f.gain.gain + width < target:
+        if abs(f.gain.gain - f.bar) > width:
             settles = look
             break
     look = settles if settles is not None else f.look + 1
     what = f"the {percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
-    ruled = f" nor rules out a gain of {percent(target)}" if target > f.bar else ""
+    ruled = " nor lies below it"
     if settles is None:
         ruled += (
             f"; the gain measured is too close to the bar to say how many launches settle it: "
@@ -325,14 +317,7 @@ def confirmed_sentence(f: stats.FinalComparison, who: str, changed: int) -> str:
 def refuted_sentence(f: stats.FinalComparison, who: str) -> str:
     """'keep the defaults: ... which rules out ...' (the refuted comparison)."""
     what = f"{percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
-    if f.upper <= f.bar:
-        ruled = f"which rules out even the {what}"
-    else:
-        target = f.target if f.target is not None else f.bar
-        ruled = (
-            f"which does not clear the {what} and rules out the {percent(target)} gain "
-            "the comparison was sized to confirm"
-        )
+    ruled = f"which lies below the {what}: no gain worth deploying"
     text = (
         f"keep the defaults: {who}, the search's choice, is {interval(f)} against the "
         f"defaults on {launches_phrase(f)}{bonferroni_phrase(f)}, {ruled}"
