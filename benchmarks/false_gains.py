@@ -66,6 +66,7 @@ PATIENCES = (8, 16)
 FAULTS = {"none": (0.0, 0.0), "cold-drift": (0.05, -0.03)}  # cold first, drift
 CONFIDENCE = 0.95
 HIDDEN_NOISE = 0.01
+LETTER = {"confirmed": "c", "no_gain": "n", "not_settled": "s", "none": "?"}
 
 
 def default_budget(patience: int) -> int:
@@ -210,7 +211,8 @@ def run_hidden(args: argparse.Namespace, pool: ProcessPoolExecutor | None) -> No
         t0 = time.monotonic()
         rows = run_seeds("hidden-gain", seeds, Options(noise=noise, probe=True), pool=pool)
         within = sum(r["within"] for r in rows)
-        missed = [r["seed"] for r in rows if not r["within"]]
+        # A missed seed with its verdict's letter: c(onfirmed), n(o gain), s (not settled).
+        missed = [f"{r['seed']}{LETTER[r['verdict']]}" for r in rows if not r["within"]]
         verdicts = [r["verdict"] for r in rows]
         wrong = sum(1 for r in rows if not r["within"] and r["verdict"] == "no_gain")
         print(

@@ -221,6 +221,7 @@ def test_a_not_settled_recommendation_reaches_the_json_as_it_is(
         "trials_to_resume": 4 + 6,
         "resume": _resume(tmp_path, storage, 10),
         "why": "its interval neither clears the 1.0% minimum gain",
+        "sure": True,
     }
     assert document["deploy"]["env"] == {} and document["deploy"]["args"] == []
     text = _table(report)

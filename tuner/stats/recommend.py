@@ -75,6 +75,9 @@ class Unsettled:
     """About how many more launches a side would settle it (the plan's next looks)."""
     why: str
     """Why it is not settled, in a clause."""
+    sure: bool = True
+    """Whether ``more_each`` would settle it at the gain measured (False: that gain is too
+    close to the bar to say; ``more_each`` is then the next look's launches)."""
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,14 @@ class NotSettled:
     launches_each: int
     """Final launches a side so far (0: the final comparison never ran)."""
     more_each: int
-    """About how many more launches a side would settle it."""
+    """About how many more launches a side would settle it (or the next look's, when the
+    gain measured is too close to the bar to say: ``sure`` False)."""
     trials_to_resume: int
     """``--trials`` of the resumed run: the study's full launches so far + 2 x more_each."""
     resume: str
     """The command that resumes the study with them."""
     why: str
+    sure: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -73,10 +75,13 @@ class NotSettled:
     def settle(self) -> str:
         """'about 4 more launches a side would settle it; `tuner run ...` resumes with them'."""
         plural = "es" if self.more_each != 1 else ""
-        return (
-            f"about {self.more_each} more launch{plural} a side would settle it; "
-            f"`{self.resume}` resumes with them"
-        )
+        more = f"{self.more_each} more launch{plural} a side"
+        if not self.sure:
+            return (
+                "the gain measured is too close to the bar to say how many launches would "
+                f"settle it; the next look takes {more}: `{self.resume}` resumes with them"
+            )
+        return f"about {more} would settle it; `{self.resume}` resumes with them"
 
     @property
     def sentence(self) -> str:
@@ -114,4 +119,5 @@ def not_settled(
         trials_to_resume=trials,
         resume=command,
         why=unsettled.why,
+        sure=unsettled.sure,
     )

@@ -219,11 +219,6 @@ def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
     look = settles if settles is not None else f.look + 1
     what = f"the {percent(f.bar)} {'drift' if f.bar > f.gain.min_gain else 'minimum gain'}"
     ruled = " nor lies below it"
-    if settles is None:
-        ruled += (
-            f"; the gain measured is too close to the bar to say how many launches settle it: "
-            f"the next look ({f.plan.size(look)} a side) narrows it"
-        )
     return stats.Unsettled(
         candidate=f.candidate,
         label=who,
@@ -234,6 +229,7 @@ def open_comparison(f: stats.FinalComparison, who: str) -> stats.Unsettled:
         launches_each=k,
         more_each=max(1, f.plan.size(look) - k),
         why=f"its interval on {launches_phrase(f)}, neither clears {what}{ruled}",
+        sure=settles is not None,
     )
 
 
@@ -258,9 +254,15 @@ def not_settled_sentence(u: stats.Unsettled) -> str:
     else:
         shown = f"{u.gain * 100:+.1f}% against the defaults in the search"
     more = f"{u.more_each} more launch{'es' if u.more_each != 1 else ''} a side"
+    settle = (
+        f"About {more} would settle it"
+        if u.sure
+        else f"The gain measured is too close to the bar to say how many launches would "
+        f"settle it; the next look takes {more}"
+    )
     return (
-        f"not settled: {u.label}, the search's choice, is {shown}; {u.why}. About {more} "
-        "would settle it; until then keep the defaults"
+        f"not settled: {u.label}, the search's choice, is {shown}; {u.why}. {settle}; "
+        "until then keep the defaults"
     )
 
 

@@ -52,7 +52,16 @@ def due_stop(snap: Snapshot) -> Stop | None:
     trigger = snap.state.final_trigger
     if not trigger or pending(snap):
         return None
-    return Stop(str(trigger.get("reason", attrs.BUDGET)), str(trigger.get("detail", "")))
+    detail = str(trigger.get("detail", ""))
+    verdicts = snap.facts.final_comparisons()
+    left = snap.full_left
+    if verdicts and verdicts[-1].straddles and left > 0:
+        f = verdicts[-1]
+        detail += (
+            f"; the comparison is not settled, and the {left} launch{'es' if left != 1 else ''}"
+            f" left cannot hold its next look ({f.plan.size(f.look + 1)} a side)"
+        )
+    return Stop(str(trigger.get("reason", attrs.BUDGET)), detail)
 
 
 def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
