@@ -79,6 +79,12 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
         and sizing["trials_needed"] == 2 + 6 + 2 * sizing["launches_each"]
     )
     sized = 2 * sizing["launches_each"]
+    # Said in one line before the search, with the --trials that would hold it (budget 4).
+    assert "final comparison: at ±" in plans[0]
+    assert (
+        f"--trials 4 cannot hold it beside a search; --trials {sizing['trials_needed']} would"
+        in plans[0]
+    )
     assert final["confirmable"] > 0.01 + final["mde"]["threshold"] * 0.99
     assert final["confirmed_four_in_five"] > final["confirmable"]
     # With up to 6 launches a side at its sized look, smaller gains can be confirmed.
