@@ -553,7 +553,11 @@ def test_with_every_configuration_ruled_out_the_search_stops_without_a_last_look
     snap = _ruled_out_but_one_family(100.0)
     assert goal.last_look(snap) is None
     decision = next_launch.after_trial(snap, goal)
-    assert decision.launches == () and decision.stop is not None
+    # No last look: the futility stop, after a final comparison of the best-looking change
+    # (its one launch cannot rule out a gain worth deploying; only fresh launches may).
+    assert decision.launches and {launch.role for launch in decision.launches} == {attrs.FINAL}
+    assert decision.state is not None and decision.state.final_trigger is not None
+    assert decision.state.final_trigger["reason"] in (attrs.FUTILE, attrs.PLATEAU)
 
 
 def _plateau_with_one_hope(space: Space, study: Study | None = None) -> Snapshot:
@@ -635,7 +639,11 @@ def test_without_screening_the_plateau_stops_with_no_last_look() -> None:
     snap = _plateau_with_one_hope(space)
     assert goal.last_look(snap) is None
     decision = next_launch.after_trial(snap, goal)
-    assert decision.stop is not None and decision.stop.reason == attrs.PLATEAU
+    # No last look (a confirmation): the plateau, after a final comparison of the one
+    # hope, which its single launch cannot rule out.
+    assert {launch.role for launch in decision.launches} == {attrs.FINAL}
+    assert decision.state is not None and decision.state.final_trigger is not None
+    assert decision.state.final_trigger["reason"] == attrs.PLATEAU
 
 
 def test_several_objectives_never_propose_simplify_nor_prune() -> None:

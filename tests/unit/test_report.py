@@ -91,9 +91,13 @@ def test_a_real_gain_reads_deploy_with_its_interval(tmp_path: Path) -> None:
     assert data.pareto is None  # one objective
 
 
-def test_noise_sized_gain_reads_keep_the_defaults(tmp_path: Path) -> None:
+def test_noise_sized_gain_reads_not_settled_with_the_defaults_deployed(tmp_path: Path) -> None:
+    # One launch +0.8%: it cannot rule out the 1% minimum gain, and it was never compared
+    # on fresh launches: not settled, the defaults deployed meanwhile (never "keep the
+    # defaults", which would claim no gain is there).
     data = build_report(hand_study(tmp_path, NOISE), "hand")
-    assert data.verdict.startswith("Keep the defaults: no configuration tried beats them by")
+    assert data.verdict.startswith("Not settled: deploy the defaults until it is")
+    assert "Keep the defaults" not in data.verdict
     assert data.answer.keep_defaults
 
 

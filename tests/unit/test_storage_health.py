@@ -40,6 +40,9 @@ from tuner.storage.store import Store
 runner = CliRunner()
 FAST = ({"NCCL_PROTO": "LL"}, [85.0, 85.2, 85.1])
 DAMAGED = ("corrupt", "truncated", "not_sqlite", "locked", "foreign")
+# A command that did its job: `tuner best` on this study answers "not settled" (exit 5:
+# FAST's one launch is +4.6%, never compared on fresh launches), the others exit 0.
+DONE = (exit_codes.OK, exit_codes.NOT_SETTLED)
 NOISE = ("Traceback", "[SQL:", "sqlalche.me", "StorageInternalError")
 
 
@@ -192,7 +195,7 @@ def test_a_read_only_database_is_read_and_never_written(tmp_path: Path, command:
         assert all(words in line for words in FIX["read_only"]), line
         assert done.exit_code == (exit_codes.CONFIG if command == "check" else 4)
         return
-    assert done.exit_code == exit_codes.OK, done.stdout + done.stderr
+    assert done.exit_code in DONE, done.stdout + done.stderr
     for noise in NOISE:
         assert noise not in done.stdout + done.stderr
     if command == "report":  # written whole; only the dashboard's link is missing
@@ -205,7 +208,7 @@ def test_reading_a_writable_database_leaves_its_bytes_alone(tmp_path: Path, comm
     path = _study_file(tmp_path)
     before = _fingerprint(path)
     done = _invoke(*_commands(tmp_path, f"sqlite:///{path}")[command])
-    assert done.exit_code in (exit_codes.OK, exit_codes.CONFIG), done.stdout + done.stderr
+    assert done.exit_code in (*DONE, exit_codes.CONFIG), done.stdout + done.stderr
     assert _fingerprint(path) == before
     gc.collect()  # the command's connections close, as they do when its process exits
     assert sorted(p.name for p in path.parent.iterdir()) == ["e.db"]
@@ -340,5 +343,5 @@ def test_reading_an_older_study_upgrades_it_unless_the_file_is_read_only(tmp_pat
     assert done.exit_code == exit_codes.DATABASE and _fingerprint(path) == before
     path.chmod(0o600)
     done = _invoke("best", "--storage", f"sqlite:///{path}")
-    assert done.exit_code == exit_codes.OK, done.stdout + done.stderr
+    assert done.exit_code in DONE, done.stdout + done.stderr
     assert Store(f"sqlite:///{path}", read_only=True).schema_version_found == SCHEMA_VERSION

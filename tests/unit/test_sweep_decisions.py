@@ -46,7 +46,9 @@ def test_nothing_matters_stops_on_a_plateau_and_keeps_the_defaults(tmp_path: Pat
     result, runner, storage = _sweep(tmp_path, lambda p: 100.0)
     assert result.stop_reason == "plateau"
     assert "no configuration beat trial 0 by more than the noise" in result.stop_detail
-    assert result.launched < 20
+    # The plateau after a final comparison of the best-looking change (its launches could
+    # not rule out a gain worth deploying): not settled or no gain, the defaults either way.
+    assert result.launched <= 20 and any(role == "final" for role, _ in runner.launched)
     assert [r for r, _ in runner.launched[:2]] == ["baseline", "baseline"]
     assert runner.launched[0][1] == {}
     answer = best_report(storage, "d")
@@ -100,9 +102,11 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     run_sweep(load_space(path), storage=storage, n_trials=8, seed=seed, runner=first)
     second = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed + 10)
     result = run_sweep(load_space(path), storage=storage, n_trials=11, seed=seed, runner=second)
-    assert len(first.launched) == 8 and len(second.launched) == 3
-    assert result.launched == 11
-    assert result.stop_detail == "used the budget of 11 launches"
+    # (A change that looks better late keeps the last launches for its comparison: the
+    # answer then says "not settled" and names the --trials that would hold it.)
+    assert len(first.launched) == 8 and 1 <= len(second.launched) <= 3
+    assert result.launched == 8 + len(second.launched)
+    assert result.stop_detail.startswith("used the budget of 11 launches")
     assert not any(role == "baseline" for role, _ in second.launched)
 
 

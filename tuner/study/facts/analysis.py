@@ -140,14 +140,29 @@ class StudyAnalysis:
             name=lambda key: self._label(key),
             n_changed=lambda key: self.configs[key].n_changed if key in self.configs else 0,
             looks=self.look_plan,
+            lead=self.lead(),
         )
+
+    def lead(self) -> final.Lead | None:
+        """The best-looking change, trusted or not (a single launch counts), and its
+        comparison with the defaults: what may still hide a gain when the search has no
+        candidate."""
+        baseline = self.baseline
+        if baseline is None:
+            return None
+        changes = [c for c in self.configs.values() if not c.is_baseline and self.eligible(c)]
+        if not changes:
+            return None
+        sign = 1.0 if self.direction == "maximize" else -1.0
+        best = max(changes, key=lambda c: sign * c.estimate.mean)
+        return best.config_hash, self.compare(best, baseline)
 
     def comparison_candidate(self) -> str | None:
         """The configuration a final comparison would judge (None: nothing worth one): the
-        search's candidate when it is a change; else its best, when the search could not
-        tell it from the defaults but its interval still holds the target gain (a gain
-        worth confirming may hide there, so only fresh launches may say "no gain")."""
-        return final.worth_comparing(self.candidate(), self.look_plan)
+        search's candidate when it is a change; else the best-looking change, when its
+        interval against the defaults still reaches the minimum gain (a gain worth
+        deploying may hide there, so only fresh launches may say "no gain")."""
+        return final.worth_comparing(self.candidate(), self.lead())
 
     def final_comparisons(self) -> list[stats.FinalComparison]:
         """Each final comparison's verdict, in the order they were made."""

@@ -104,22 +104,28 @@ def verdicts(
     ]
 
 
-def hides_gain(candidate: stats.Recommendation) -> bool:
-    """The search's best, though not told from the defaults, could still be a gain worth
-    deploying: its interval against them reaches the minimum gain."""
-    cmp = candidate.best_vs_baseline
-    if cmp is None or candidate.best == candidate.recommended or cmp.gain <= 0:
+Lead = tuple[str, stats.Comparison]
+"""The search's best-looking change, trusted or not, and its comparison with the defaults."""
+
+
+def hides_gain(lead: Lead | None) -> bool:
+    """The best-looking change could still be a gain worth deploying: its interval against
+    the defaults reaches above the minimum gain (the search's launches cannot rule it out)."""
+    if lead is None:
         return False
-    return cmp.gain + cmp.noise_rel > cmp.min_gain
+    cmp = lead[1]
+    return cmp.gain > 0 and cmp.gain + cmp.noise_rel > cmp.min_gain
 
 
-def worth_comparing(candidate: stats.Recommendation | None, looks: LookPlan | None) -> str | None:
-    """The key a final comparison judges (see ``StudyAnalysis.comparison_candidate``)."""
+def worth_comparing(candidate: stats.Recommendation | None, lead: Lead | None) -> str | None:
+    """The key a final comparison judges (see ``StudyAnalysis.comparison_candidate``): the
+    search's candidate when it is a change; else the best-looking change that could
+    still hide a gain worth deploying; else None (nothing worth a comparison)."""
     if candidate is None:
         return None
     if not candidate.keep_defaults:
         return candidate.recommended
-    return candidate.best if hides_gain(candidate) else None
+    return lead[0] if lead is not None and hides_gain(lead) else None
 
 
 def answer(
@@ -130,10 +136,12 @@ def answer(
     name: Callable[[str], str],
     n_changed: Callable[[str], int],
     looks: LookPlan | None = None,
+    lead: Lead | None = None,
 ) -> stats.Recommendation | None:
     """The recommendation that the final comparisons allow, with its verdict (see the
     module): confirmed, no gain (nothing worth a comparison, or refuted), or not settled
-    (the last comparison open, or none ran for a candidate). ``looks``: the study's."""
+    (the last comparison open, or none ran for a candidate). ``looks``: the study's;
+    ``lead``: the best-looking change (``StudyAnalysis.lead``)."""
     if candidate is None or baseline_key is None:
         return candidate
     passed = [f for f in finals if f.passed]
@@ -157,16 +165,14 @@ def answer(
         else:
             unsettled = open_comparison(last, name(last.candidate))
             reason, verdict = not_settled_sentence(unsettled), stats.NOT_SETTLED
-    elif candidate.keep_defaults and not hides_gain(candidate):
+    elif candidate.keep_defaults and not hides_gain(lead):
         return dataclasses.replace(candidate, verdict=stats.NO_GAIN)
     else:
-        key = worth_comparing(candidate, looks)
+        key = worth_comparing(candidate, lead)
         assert key is not None
-        cmp = (
-            candidate.recommended_vs_baseline
-            if not candidate.keep_defaults
-            else candidate.best_vs_baseline
-        )
+        cmp = candidate.recommended_vs_baseline if not candidate.keep_defaults else None
+        if cmp is None and lead is not None:
+            cmp = lead[1]
         first = looks.first if looks is not None else 2
         unsettled = stats.Unsettled(
             candidate=key,

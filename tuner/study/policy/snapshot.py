@@ -125,10 +125,12 @@ class Snapshot:
         it), or of its first look where the budget cannot hold the sized one beside the
         opening and a search launch; none with several objectives, which have no final
         comparison, in a budget too small for even the first look (``--trials 2``: the
-        launches asked for are made, and the answer says no final comparison ran), or once
-        released (``reserve_released``)."""
+        launches asked for are made, and the answer says no final comparison ran), once
+        released (``reserve_released``), or once the comparison was queued."""
         if is_multi_objective(self.spec) or self.reserve_released:
             return 0
+        if any(t.role == attrs.FINAL for t in self.trials):
+            return 0  # the comparison runs or ran: its next look asks for its own room
         stop, screening = self.spec.stop, self.spec.screening
         opening = stop.baseline_launches if screening is None else screening.baseline_launches
         looks = self.state.final_looks
