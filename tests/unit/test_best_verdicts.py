@@ -38,11 +38,11 @@ CONFIRMED = [*SEARCHED, *final_block(FAST, [88.1, 88.2, 88.0])]
 NO_GAIN = [
     BASELINE,
     BASELINE_AGAIN,
-    ({"NCCL_PROTO": "LL"}, [81.3, 81.2, 81.1]),
-    ({"NCCL_PROTO": "LL"}, [81.0, 81.2, 81.3]),
+    ({"NCCL_PROTO": "LL"}, [79.3, 79.2, 79.1]),
+    ({"NCCL_PROTO": "LL"}, [79.0, 79.2, 79.3]),
 ]
-"""A change no faster than the defaults: keep them (a search's best that might still be
-the gain a final comparison aims at is not settled instead: study/facts/final.py)."""
+"""A change slower than the defaults, its interval below the 1% minimum gain: keep them (a
+change whose interval still reached it would be not settled: study/facts/final.py)."""
 
 runner = CliRunner()
 
@@ -98,7 +98,8 @@ def test_no_gain_is_one_sentence_with_what_could_still_hide(tmp_path: Path) -> N
     (line,) = [x for x in text.splitlines() if x.startswith("Recommendation:")]
     assert line.startswith("Recommendation: no gain — keep the defaults: no configuration beat")
     assert line.endswith(f"; {missed.clause}")
-    assert f"no configuration tried beats them by more than {missed.gain_upper:.1%}" in line
+    bound = max(0.0, missed.gain_upper)  # an upper end below 0 reads 0.0%
+    assert f"no configuration tried beats them by more than {bound:.1%}" in line
     assert text.count("keep the defaults") == 1  # issue 39: it was said twice
     assert "Deploy with:" not in text and "not settled" not in text
 

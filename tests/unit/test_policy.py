@@ -276,8 +276,8 @@ def test_the_grid_left_open_all_tried_is_exhausted_once_no_trial_waits() -> None
     space = _space()
     study = Study(space)
     _baselines(study)
-    for value in (0, 3):
-        study.launch(attrs.SEARCH, [100.0, 100.1, 99.9], proposer=attrs.LOCAL, compilation=value)
+    for value in (0, 3):  # slower: nothing that could be a gain worth a final comparison
+        study.launch(attrs.SEARCH, [97.0, 97.1, 96.9], proposer=attrs.LOCAL, compilation=value)
     probe = ProbeMemory(finding={"frozen": ["NCCL_PROTO"]})
     snap = study.snapshot(state=StudyState(probe=probe))
     decision = next_launch.after_trial(snap, goal_for(space.spec))
@@ -801,8 +801,8 @@ def test_the_reserve_goes_to_the_search_when_nothing_is_worth_a_comparison() -> 
     space = _space()
     study = Study(space)
     _baselines(study)
-    for value in (0, 3):  # flat: nothing the search could confirm, nothing hides a gain
-        study.launch(attrs.SEARCH, [99.9, 100.0, 100.1], proposer=attrs.LOCAL, compilation=value)
+    for value in (0, 3):  # slower: nothing the search could confirm, nothing hides a gain
+        study.launch(attrs.SEARCH, [97.0, 97.1, 96.9], proposer=attrs.LOCAL, compilation=value)
     budget = len(study.rows) + 4  # only the first look's launches are left
     snap = study.snapshot(budget=budget)
     assert snap.facts.comparison_candidate() is None

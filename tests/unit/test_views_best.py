@@ -228,11 +228,11 @@ def test_keep_the_defaults_says_what_it_could_have_missed(tmp_path: Path) -> Non
         [
             BASELINE,
             BASELINE_AGAIN,
-            # no faster than the defaults: no gain (a best whose interval still holds the
-            # gain a final comparison aims at would be not settled: study/facts/final.py)
-            (tuned, [81.3, 81.2, 81.1]),
-            (tuned, [81.0, 81.2, 81.3]),
-            (other, [81.0, 81.2, 81.1]),
+            # slower than the defaults, every interval below the 1% minimum gain: no gain
+            # (one that still reached it would be not settled: study/facts/final.py)
+            (tuned, [79.3, 79.2, 79.1]),
+            (tuned, [79.0, 79.2, 79.3]),
+            (other, [79.0, 79.2, 79.1]),
         ],
     )
     answer = best_report(storage, "hand")
@@ -252,7 +252,8 @@ def test_keep_the_defaults_says_what_it_could_have_missed(tmp_path: Path) -> Non
     assert missed.gain_upper == pytest.approx(max(uppers.values()))
     assert missed.configurations == 2
     assert missed.text.startswith(
-        f"keep the defaults: no configuration tried beats them by more than {missed.gain_upper:.1%}"
+        "keep the defaults: no configuration tried beats them by more than "
+        f"{max(0.0, missed.gain_upper):.1%}"  # an upper end below 0 reads 0.0%
     )
     console = Console(record=True, width=1000)  # the answer's sentence on one line
     print_best(answer, "table", console)

@@ -114,7 +114,7 @@ def hides_gain(lead: Lead | None) -> bool:
     if lead is None:
         return False
     cmp = lead[1]
-    return cmp.gain > 0 and cmp.gain + cmp.noise_rel > cmp.min_gain
+    return cmp.gain + cmp.noise_rel > cmp.min_gain
 
 
 def worth_comparing(candidate: stats.Recommendation | None, lead: Lead | None) -> str | None:
