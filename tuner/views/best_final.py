@@ -15,7 +15,7 @@ from typing import Any
 from tuner import stats
 from tuner.stats.wording import percent
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.facts.final import drift_sentence, interval, launches_phrase
+from tuner.study.facts.final_words import drift_sentence, interval, launches_phrase
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The final comparison: before a change is the answer, it and the defaults run again.
 
 When the search is over (a stop rule fired, or the budget's last launches are reached)
-and its candidate (``StudyAnalysis.candidate``) is a change from the defaults, the
+and it has something worth a comparison (``StudyAnalysis.comparison_candidate``: its
+candidate, or the best-looking change that could still be a gain worth deploying), the
 candidate and the defaults are launched ``stop.final_launches`` times each, interleaved
 (C B B C ...), with role ``final``; the stop that fired is remembered (study attr
 ``tuner_final_trigger``) and recorded once those launches are done. The answer then
@@ -9,9 +10,9 @@ rests on them alone (tuner/stats/final.py, tuner/study/facts/final.py). Once per
 candidate: a candidate already compared is not launched again.
 
 The next look: while a look neither passes nor refutes the candidate (its interval holds
-the bar and the gain the comparison was sized for), both are launched again up to the
-next look's size (tuner/stats/looks.py: the sized look the cost plan worked out from the
-noise, then half as many again each time), continuing the interleaving, and the
+the bar), both are launched again up to the next look's size (tuner/stats/looks.py: the
+sized look the cost plan worked out from the noise, then twice the launches each time),
+continuing the interleaving, and the
 comparison is judged once more on all its launches, at that look's level. Only whole
 (the budget must hold every launch of the look). A run that opens on a study whose
 comparison was left open (its answer "not settled") takes the next look first
