@@ -4,8 +4,8 @@ A final comparison (tuner/stats/final.py) is judged at *looks*: after ``first`` 
 side (cheap: a clear gain is confirmed at once), then at ``sized`` launches a side (the
 size the cost plan worked out from the measured noise, tuner/study/facts/final_size.py),
 and, only when the budget has room after an open sized look (a user resumes a study whose
-answer is "not settled" with a larger ``--trials``), at further looks of twice the
-launches of the look before. The sizes of every
+answer is "not settled" with a larger ``--trials``), at further looks of half as many
+launches again as the look before. The sizes of every
 look are fixed before the comparison's first launch; which of them are taken depends on
 the data (a look is taken only while the comparison is neither passed nor refuted).
 
@@ -50,13 +50,17 @@ class LookPlan:
         return (self.first,) if self.sized <= self.first else (self.first, self.sized)
 
     def size(self, look: int) -> int:
-        """Launches a side at look ``look`` (1-based): the planned ones, then twice the
-        last each time (each later look spends half the error of the one before, so only
-        a look that narrows the interval by about a third is worth taking)."""
+        """Launches a side at look ``look`` (1-based): the planned ones, then half as many
+        again as the look before each time (each later look spends half the error of the
+        one before, so a look must narrow the interval by a fifth or so to be worth it;
+        and a budget's last launches should still hold one)."""
         planned = self.planned
         if look <= len(planned):
             return planned[look - 1]
-        return planned[-1] << (look - len(planned))
+        size = planned[-1]
+        for _ in range(look - len(planned)):
+            size = -(-3 * size // 2)
+        return size
 
     def look_of(self, launches: int) -> int:
         """The look a comparison with ``launches`` a side is judged as: the first whose

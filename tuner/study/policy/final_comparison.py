@@ -11,7 +11,7 @@ candidate: a candidate already compared is not launched again.
 
 The next look: while a look neither passes nor refutes the candidate (its interval holds
 the bar), both are launched again up to the next look's size (tuner/stats/looks.py: the
-sized look the cost plan worked out from the noise, then twice the launches each time),
+sized look the cost plan worked out from the noise, then half as many again each time),
 continuing the interleaving, and the
 comparison is judged once more on all its launches, at that look's level. Only whole
 (the budget must hold every launch of the look). A run that opens on a study whose
