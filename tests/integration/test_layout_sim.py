@@ -59,7 +59,8 @@ def study(tmp_path: Path, path: Path, trials: int) -> dict[str, Any]:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     best = tuner_in_process("best", "--space", str(path), "--format", "json", cwd=tmp_path)
-    assert best.returncode == 0, best.stdout + best.stderr
+    # 5: "not settled" (the defaults deployed meanwhile): TP=4 stays the answer either way.
+    assert best.returncode in (0, 5), best.stdout + best.stderr
     answer: dict[str, Any] = json.loads(best.stdout)
     return answer
 

@@ -99,7 +99,9 @@ def test_no_secret_is_written_or_printed_and_the_server_gets_it(tmp_path: Path, 
     ):
         done = tuner_in_process(*args, cwd=tmp_path, env=_env(tmp_path))
         outputs.extend([done.stdout, done.stderr])
-        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        # `tuner best` of a 2-launch study may answer "not settled" (exit 5): it answered.
+        answered = (0, 5) if args[0] == "best" else (0,)
+        assert done.returncode in answered, (args, done.stdout, done.stderr)
     shown = "\n".join(outputs)
     assert "HF_TOKEN=***" in shown  # `tuner show`: the names stay, the values do not
     if where == "flag":

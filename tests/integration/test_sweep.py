@@ -83,8 +83,9 @@ def test_cli_sweep_best_json_trials_and_resume(tmp_path: Path) -> None:
     assert "trial   0 baseline" in run.stdout
 
     best = tuner_in_process("best", "--space", str(path), "--format", "json", cwd=tmp_path)
-    assert best.returncode == 0, best.stderr
+    assert best.returncode in (0, 5), best.stderr  # 5: answered "not settled" (3 launches)
     answer = json.loads(best.stdout)
+    assert answer["verdict"] in ("no_gain", "not_settled", "confirmed")
     for key in ("study", "best", "recommended", "baseline", "stop_reason", "trials"):
         assert key in answer
     for key in ("trial", "params", "env", "args", "value", "stderr"):

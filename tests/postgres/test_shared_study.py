@@ -63,5 +63,5 @@ def test_two_workers_share_one_study(tmp_path: Path, pg_storage: str) -> None:
         text=True,
         timeout=60,
     )
-    assert best.returncode == 0, best.stderr
+    assert best.returncode in (0, 5), best.stderr  # 5: the answer is "not settled"
     assert '"study": "shared"' in best.stdout

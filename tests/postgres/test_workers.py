@@ -94,7 +94,7 @@ def test_two_workers_of_8_launches_share_the_baseline_and_the_numbers(
         assert "worker_budget" in out or "budget" in out
 
     best = _run(tmp_path, "best", "--storage", pg_storage, "--study", "pair")
-    assert best.returncode == 0, best.stdout
+    assert best.returncode in (0, 5), best.stdout  # 5: the answer is "not settled"
     assert f"Hosts: {rows[0].host} (no GPU," in best.stdout
 
 
