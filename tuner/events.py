@@ -89,3 +89,8 @@ class SweepObserver:
 
         tuner/views/plan_text.py says it.
         """
+
+    def resumed(self, launches_done: int, plan: Any | None) -> None:
+        """A run opens on a study with launches already done (``--trials`` counts them),
+        and its cost plan said before (``plan``: a CostPlan worked out again, or None):
+        for a live view's count and time left; nothing to print."""

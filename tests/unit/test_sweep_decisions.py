@@ -252,3 +252,29 @@ def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) ->
     assert result.launched == 2 + len(again.launched) <= 8
     retry = optuna.load_study(study_name="d", storage=storage).trials[last.number + 1]
     assert retry.user_attrs["tuner_retry_of"] == last.number
+
+
+def test_a_resumed_run_tells_the_live_view_its_launches_and_pace(tmp_path: Path) -> None:
+    from typing import Any
+
+    from tuner.events import SweepObserver
+
+    class Resumed(SweepObserver):
+        def __init__(self) -> None:
+            self.seen: list[tuple[int, Any]] = []
+
+        def resumed(self, launches_done: int, plan: Any) -> None:
+            self.seen.append((launches_done, plan))
+
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    first = Resumed()
+    runner = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=0)
+    run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=runner, observer=first)
+    assert first.seen == []  # a new study: nothing to carry on
+    again = Resumed()
+    runner = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
+    run_sweep(load_space(path), storage=storage, n_trials=6, seed=0, runner=runner, observer=again)
+    ((done, plan),) = again.seen
+    assert done == 4 and plan is not None  # the plan, worked out again from the launches

@@ -384,6 +384,15 @@ NCCL_GAIN = replace(
     bonuses=(Bonus((("allreduce_proto", "LL"),), 1.05),),
 )
 
+# A clear gain for the tests of the three answers (tests/integration/test_verdicts_sim.py):
+# at 3% noise between launches it takes a sized final comparison to confirm.
+CLEAR_GAIN = replace(
+    KIMI,
+    name="clear-gain",
+    description="Kimi, except that NCCL_PROTO=LL makes decode 9% faster (a clear NCCL gain).",
+    bonuses=(Bonus((("allreduce_proto", "LL"),), 1.09),),
+)
+
 # Kimi's numbers on GPUs without P2P: NCCL_P2P_LEVEL and NCCL_P2P_DISABLE do nothing
 # (P2P is never possible), NCCL_SHM_DISABLE=1 falls back to sockets, and NCCL_BUFFSIZE=1048576
 # is a real, small gain that grows with the batch; every other knob acts as on Kimi.
@@ -512,6 +521,7 @@ PROFILES: dict[str, Profile] = {
         NEEDLE,
         INTERACTION,
         NCCL_GAIN,
+        CLEAR_GAIN,
         CONSUMER_PCIE,
         SLO_TRADE,
         REASONING,

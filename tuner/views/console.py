@@ -49,6 +49,11 @@ class ConsoleObserver(MessageObserver):
         super().cost_plan(plan)
         self.view.plan(plan)
 
+    def resumed(self, launches_done: int, plan: CostPlan | None) -> None:
+        self.view.launches_done = launches_done
+        if plan is not None:
+            self.view.plan(plan)
+
     def probe_progress(self, done: int, total: int, what: str) -> None:
         self.view.probe(done, total, what)
 

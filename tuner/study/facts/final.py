@@ -183,7 +183,9 @@ def answer(
         cmp = candidate.recommended_vs_baseline if not candidate.keep_defaults else None
         if cmp is None and lead is not None:
             cmp = lead[1]
-        first = looks.first if looks is not None else 2
+        # The comparison it never had: its sized look, which it takes while the first
+        # leaves it open.
+        first = looks.sized if looks is not None else 2
         unsettled = stats.Unsettled(
             candidate=key,
             label=name(key),

@@ -23,8 +23,6 @@ Pure: a snapshot in; the launches (and the state after) out, or nothing.
 
 from __future__ import annotations
 
-import dataclasses
-
 from tuner.space.objectives import is_multi_objective
 from tuner.space.settings import baseline_params
 from tuner.stats.looks import LookPlan
@@ -98,15 +96,13 @@ def launches(snap: Snapshot, trigger: Stop) -> tuple[list[Launch], Snapshot]:
 
 def _sized_now(snap: Snapshot) -> LookPlan:
     """The comparison's looks, sized again on the noise the search's launches measured
-    (fixed now, before its first launch), no larger than the budget's full launches hold;
-    the plan's (or the space's) where there is no noise to size from."""
+    (fixed now, before its first launch); the plan's (or the space's) where there is no
+    noise to size from. Not cut to what the budget holds: a look the budget cannot hold
+    is not taken, and the answer names the --trials that would hold it."""
     facts = snap.facts
-    planned = facts.look_plan
     if facts.noise is None or is_multi_objective(snap.spec):
-        return planned
-    sized = size_final(snap.spec, facts.noise).looks
-    room = max(sized.first, snap.full_left // 2)
-    return dataclasses.replace(sized, sized=min(sized.sized, room))
+        return facts.look_plan
+    return size_final(snap.spec, facts.noise).looks
 
 
 def next_look(snap: Snapshot) -> list[Launch]:

@@ -21,6 +21,8 @@ from tuner.space.spec import Space
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
+from tuner.study.facts.launch_times import launch_costs, launch_times
+from tuner.study.facts.plan import study_plan
 from tuner.study.policy import next_launch
 from tuner.study.policy.decisions import Decision, Stop
 from tuner.study.policy.goal import goal_for
@@ -85,6 +87,17 @@ class SweepController:
         for number in recovery.requeue_interrupted(study, self.claims):
             self.observer.message(f"trial {number} was cut short; queued again (not charged)")
         snap = self._snapshot(study, finished=None)
+        if snap.launched:  # a resumed study: the live view's count and pace go on
+            rows = self.reader.rows
+            plan = None
+            if snap.state.plan_said:
+                plan = study_plan(
+                    snap.facts,
+                    launch_times(rows),
+                    budget=self.n_trials,
+                    costs=launch_costs(rows),
+                )
+            self.observer.resumed(snap.full_launched, plan)
         self._apply(study, snap.state, next_launch.opening(snap, self.goal))
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
