@@ -97,11 +97,6 @@ class FinalComparison:
     baseline_launches: int
 
     @property
-    def target(self) -> float | None:
-        """The gain the comparison was sized for (None: not sized from the noise)."""
-        return self.plan.target_gain
-
-    @property
     def lower(self) -> float:
         """The lower end of the gain's interval (signed: positive is better)."""
         return self.gain.gain - self.gain.noise_rel
@@ -124,11 +119,6 @@ class FinalComparison:
     def straddles(self) -> bool:
         """Neither passed nor refuted: open (more launches may decide)."""
         return not self.passed and not self.refuted
-
-    @property
-    def next_look(self) -> int:
-        """Launches a side the next look of the plan would have."""
-        return self.plan.size(self.look + 1)
 
     @property
     def drift_significant(self) -> bool:

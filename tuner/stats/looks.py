@@ -5,9 +5,9 @@ side (cheap: a clear gain is confirmed at once), then at ``sized`` launches a si
 size the cost plan worked out from the measured noise, tuner/study/facts/final_size.py),
 and, only when the budget has room after an open sized look (a user resumes a study whose
 answer is "not settled" with a larger ``--trials``), at further looks of half as many
-launches again as the look before. The sizes of every
-look are fixed before the comparison's first launch; which of them are taken depends on
-the data (a look is taken only while the comparison is neither passed nor refuted).
+launches again as the look before. The sizes of every look are fixed before the
+comparison's first launch; which of them are taken depends on the data (a look is taken
+only while the comparison is neither passed nor refuted) and on the budget.
 
 The level: a union bound over every look the rule could take. Look ``j`` is judged at an
 error rate ``share(j) x (1 - confidence)``, with shares that sum to at most 1 over the
@@ -15,8 +15,8 @@ infinite sequence of looks: the planned looks share three quarters (a quarter at
 half at the sized one; three quarters when both are one look), the looks a resume may add
 share the last quarter, halving each time (1/8, 1/16, ...). So whatever the data do and
 however often a study is resumed, P(any look passes a gain below the bar) is at most
-``1 - confidence``. Stopping for futility (the interval falls below the bar or the target)
-never raises that chance: it only removes chances to pass. docs/statistics.md ("The final
+``1 - confidence``. Stopping for futility (the interval falls below the bar) never raises
+that chance: it only removes chances to pass. docs/statistics.md ("The final
 comparison") gives the argument.
 
 Pure: numbers in, numbers out.
