@@ -140,7 +140,7 @@ def next_look(snap: Snapshot) -> list[Launch]:
         f"{verdict.gain.gain * 100:+.1f}% against the defaults, its "
         f"{verdict.gain.confidence * 100:g}% interval {verdict.lower * 100:+.1f}% to "
         f"{verdict.upper * 100:+.1f}% neither clears the {verdict.bar * 100:.1f}% bar nor "
-        f"rules out a gain worth confirming: {more - size} more fresh "
+        f"lies below it: {more - size} more fresh "
         f"launch{'es' if more - size != 1 else ''} each, interleaved, and it is judged again "
         "on all of them"
     )
