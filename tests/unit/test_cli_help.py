@@ -92,7 +92,7 @@ def test_sim_help_is_drawn_from_its_parser_in_the_same_style() -> None:
     for flag in ("--profile", "--tensor-parallel-size, -tp", "--drift-launches", "--port"):
         assert flag in text
     assert "╭─ Simulator-only flags" in text and "╭─ Faults across launches" in text
-    assert "One of: consumer-pcie," in text
+    assert "One of: clear-gain, consumer-pcie," in _words(text)  # the profiles, by name
 
 
 def test_sim_without_help_still_runs_its_parser() -> None:
