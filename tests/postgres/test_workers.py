@@ -60,8 +60,8 @@ def test_two_workers_of_8_launches_share_the_baseline_and_the_numbers(
     tmp_path: Path, pg_storage: str
 ) -> None:
     path = write_space(tmp_path, name="pair", params=PARAMS, stop=STOP)
-    # 20: the last 4 are the final comparison's, so with nothing found the study would stop
-    # at 16 anyway; each worker's own 8 is what ends it.
+    # 20, each worker 8 of them: the study ends on the workers' own budgets, or earlier,
+    # once the final comparison of the best-looking change (nothing matters here) is done.
     run = ["run", "--space", str(path), "--trials", "20", "--worker-trials", "8"]
     workers = [
         _tuner(tmp_path, *run, "--storage", pg_storage, "--runs-dir", str(tmp_path / f"r{i}"))
@@ -78,11 +78,11 @@ def test_two_workers_of_8_launches_share_the_baseline_and_the_numbers(
     waiting = [t for t in study.trials if t.state == TrialState.WAITING]
     assert all(attrs.ROLE in t.user_attrs for t in waiting), [t.user_attrs for t in waiting]
     by_worker = Counter(t.user_attrs[attrs.WORKER] for t in launched)
-    assert sorted(by_worker.values()) == [8, 8], by_worker  # --worker-trials 8 each
+    assert len(by_worker) == 2 and max(by_worker.values()) <= 8, by_worker  # --worker-trials 8
     numbers = [t.number for t in study.trials]
     assert len(numbers) == len(set(numbers))
     rows = Store(pg_storage).launches("pair")
-    assert len({r.trial_number for r in rows}) == len(rows) == 16
+    assert len({r.trial_number for r in rows}) == len(rows) == sum(by_worker.values())
     baselines = [t for t in study.trials if t.user_attrs.get(attrs.ROLE) == attrs.BASELINE]
     assert len(baselines) == 2, "one baseline pair for the whole study"
     assert {r.host for r in rows} == {rows[0].host} and rows[0].fingerprint is not None
@@ -90,8 +90,8 @@ def test_two_workers_of_8_launches_share_the_baseline_and_the_numbers(
     store = Store(pg_storage)
     confirms = [t for t in study.trials if t.user_attrs.get(attrs.ROLE) == attrs.CONFIRM]
     assert len(confirms) == len(store.claimed("pair", "confirm"))
-    for out in outputs:
-        assert "worker_budget" in out or "budget" in out
+    for out in outputs:  # each says why it stopped
+        assert any(why in out for why in ("budget", "plateau", "futile", "stopped by")), out
 
     best = _run(tmp_path, "best", "--storage", pg_storage, "--study", "pair")
     assert best.returncode in (0, 5), best.stdout  # 5: the answer is "not settled"

@@ -70,7 +70,13 @@ def _all_studies(
 
 def missing_study(storage: str, study: str, names: list[str]) -> StoreError:
     """The error for a study ``storage`` does not hold: the studies it does hold."""
-    if not names:
+    split = [n for n in names if n.startswith(f"{study}@")]
+    if split:
+        held = (
+            f"it was split by host (--split-by-host) into {', '.join(split)}: pass one "
+            "of them to --study"
+        )
+    elif not names:
         held = "it holds no study yet; run `tuner run --space FILE` first"
     else:
         held = f"the studies there: {', '.join(names)}; pass one of them to --study"
