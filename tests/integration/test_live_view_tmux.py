@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+# Alone: it reads the screen every 0.25 s for a benchmark round seen part-done; beside
+# another test's sweep on 2 cores it missed that once (1 of 124 passed beside it).
+pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(300)]
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACE = ROOT / "search_spaces" / "sim.yaml"
