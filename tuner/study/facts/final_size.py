@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from tuner import stats
 from tuner.space.spec import SpaceSpec
 from tuner.stats.looks import FINAL_POWER, LookPlan
-from tuner.stats.power import detectable_gain, final_detectable_gain
+from tuner.stats.power import DetectableGain, detectable_gain, final_detectable_gain
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,24 @@ def default_looks(spec: SpaceSpec) -> LookPlan:
     return LookPlan(first=spec.stop.final_launches, sized=spec.final_launches_most)
 
 
+def answer_gain(
+    spec: SpaceSpec, noise: stats.NoiseEstimate, k: int, confidence: float, power: float
+) -> DetectableGain:
+    """The detectable gain above min_gain of the answer's test (tuner/stats/final.py): k
+    fresh launches a side at ``confidence``, at the wider of the measured noise (no prior)
+    and the shrunk one, each with the dof still to come (k more of the baseline, the
+    candidate's confirmations and final launches)."""
+    return final_detectable_gain(
+        noise,
+        launches=k,
+        rounds=spec.benchmark.rounds,
+        confidence=confidence,
+        power=power,
+        direction=spec.direction,
+        extra_dof=k + spec.stop.confirmations + k,
+    )
+
+
 def search_gain(spec: SpaceSpec, noise: stats.NoiseEstimate) -> float:
     """The gain the search's own test sees half the time once the noise is well measured
     (the cost plan's ``settled``): ``1 + confirmations`` launches of a candidate against
@@ -91,22 +109,12 @@ def size_final(spec: SpaceSpec, noise: stats.NoiseEstimate) -> FinalSizing:
     seen = search_gain(spec, noise)
     target = max(seen, 2 * stop.min_gain)
     first, most = stop.final_launches, max(stop.final_launches, spec.final_launches_most)
-    rounds = spec.benchmark.rounds
     confirmable = float("inf")
     sized = most
     for k in range(first, most + 1):
         looks = LookPlan(first=first, sized=k)
         level = looks.level(stop.final_confidence, len(looks.planned))
-        found = final_detectable_gain(
-            noise,
-            launches=k,
-            rounds=rounds,
-            confidence=level,
-            power=FINAL_POWER,
-            direction=spec.direction,
-            extra_dof=k + stop.confirmations + k,
-        )
-        confirmable = stop.min_gain + found.gain
+        confirmable = stop.min_gain + answer_gain(spec, noise, k, level, FINAL_POWER).gain
         if confirmable <= target:
             sized = k
             break

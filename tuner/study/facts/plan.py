@@ -34,10 +34,10 @@ from typing import Any
 from tuner import stats
 from tuner.space.objectives import is_multi_objective
 from tuner.space.spec import SpaceSpec
-from tuner.stats.power import DetectableGain, detectable_gain, final_detectable_gain
+from tuner.stats.power import DetectableGain, detectable_gain
 from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import StudyAnalysis
-from tuner.study.facts.final_size import FinalSizing, default_looks, size_final
+from tuner.study.facts.final_size import FinalSizing, answer_gain, default_looks, size_final
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.load_costs import LoadCosts
 from tuner.study.facts.plan_levers import Lever, levers
@@ -257,9 +257,8 @@ def cost_plan(
     """
     stop = spec.stop
     # The search's launches are screening ones where the study screens, and they may run
-    # fewer rounds (screening.benchmark); the answer's are full launches.
+    # fewer rounds (screening.benchmark); the answer's are full launches (answer_gain).
     rounds = spec.benchmark_for("screen").rounds
-    full_rounds = spec.benchmark.rounds
     candidate, baseline = 1 + stop.confirmations, stop.baseline_launches
 
     def mde(
@@ -291,18 +290,7 @@ def cost_plan(
     look_confidence = default_looks(spec).level(stop.final_confidence, 1)
 
     def final_mde(power: float, k: int = final_k) -> DetectableGain:
-        # The answer's test (tuner/stats/final.py): k fresh launches a side, at the wider of
-        # the measured noise (no prior) and the shrunk one, each with the dof still to come
-        # (k more of the baseline, the candidate's confirmations and final launches).
-        return final_detectable_gain(
-            noise,
-            launches=k,
-            rounds=full_rounds,
-            confidence=look_confidence,
-            power=power,
-            direction=spec.direction,
-            extra_dof=k + stop.confirmations + k,
-        )
+        return answer_gain(spec, noise, k, look_confidence, power)
 
     values = sum(len(levels(p)) - 1 for p in spec.params.values())
     per_launch = max(1, spec.search.max_changes)
