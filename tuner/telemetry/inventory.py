@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+import tuner
 from tuner.telemetry.gpu import GpuBackend, GpuInfo
 
 log = logging.getLogger(__name__)
@@ -126,12 +127,8 @@ def _cpu_model() -> str | None:
 
 
 def _tuner_version() -> str | None:
-    try:
-        from importlib.metadata import version  # noqa: PLC0415
-
-        return version("tuner")
-    except Exception:  # noqa: BLE001 - running from a checkout without installing
-        return None
+    version = tuner.__version__
+    return None if version.startswith("unknown") else version
 
 
 def _safe(fn: Any, *args: Any) -> Any:

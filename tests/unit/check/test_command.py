@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.check.helpers import FakeHelp, messages, run_check
+from tests.unit.check.helpers import messages, run_check
 from tuner.check import command_prefix
 
 
@@ -28,24 +28,12 @@ def test_command_prefix(argv: list[str], prefix: int) -> None:
     assert command_prefix(argv) == argv[:prefix]
 
 
-def test_a_missing_vllm_command_points_at_python_m(tmp_path: Path) -> None:
-    reader = FakeHelp()
-    report = run_check(
-        tmp_path,
-        reader,
-        command=["vllm", "serve", "m", "--port", "{port}"],
-        env={"PATH": str(tmp_path)},
-    )
-    assert "'vllm' is not an executable on PATH" in messages(report, "error")
-    assert "vllm.entrypoints.openai.api_server" in messages(report, "error")
-    assert reader.calls == []  # no command, no --help
-
-
 def test_a_module_that_is_not_installed_is_an_error(tmp_path: Path) -> None:
     report = run_check(
         tmp_path, command=["{python}", "-m", "no_such_pkg.server", "--port", "{port}"]
     )
     assert "module 'no_such_pkg.server' is not installed" in messages(report, "error")
+    # The advice for a missing vllm command or module: tests/unit/check/test_server_kind.py
 
 
 def test_a_submodule_is_found_without_importing_it(tmp_path: Path) -> None:

@@ -44,8 +44,10 @@ def test_a_vllm_command_asks_for_help_all_first(tmp_path: Path) -> None:
 def test_a_help_that_cannot_be_read_is_a_warning_not_an_error(tmp_path: Path) -> None:
     report = run_check(tmp_path, FakeHelp(text="boom", code=1))
     assert report.ok
-    assert "flags not checked" in messages(report, "warning")
+    assert "flags: flags not checked: `" in messages(report, "warning")
+    assert "--help` exited with code 1: boom" in messages(report, "warning")
     report = run_check(tmp_path, FakeHelp(code=None))
+    assert "flags: flags not checked: `" in messages(report, "warning")
     assert "did not finish" in messages(report, "warning")
     assert not list((tmp_path / "cache").glob("*.json"))  # a failure is not cached
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
 from tests.unit.check.helpers import FakeHelp, messages, run_check, space_file
 from tuner.check import check_space
+from tuner.cli import app
 from tuner.space.spec import load_space
 
 
@@ -37,3 +41,22 @@ def test_an_unwritable_database_is_an_error(tmp_path: Path) -> None:
         help_cache_dir=tmp_path / "cache",
     )
     assert [i.key for i in report.errors] == ["storage"]
+
+
+@pytest.mark.parametrize("folder", ["new", "."], ids=["folder missing", "folder there"])
+def test_tuner_check_creates_no_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    # `tuner check` as typed, on the shipped demo: the database it names is left unmade,
+    # whether its folder is missing (an error) or there (`tuner run` creates the file).
+    monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path / "cache"))
+    db = tmp_path / "runs" / folder / "new.db"
+    (tmp_path / "runs").mkdir()
+    before = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    result = CliRunner().invoke(
+        app, ["check", "--space", "sim", "--storage", f"sqlite:///{db}"], prog_name="tuner"
+    )
+    assert f"{db}" in result.output, result.output
+    assert not db.exists()
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == before
+    assert result.exit_code == (2 if folder == "new" else 0), result.output
