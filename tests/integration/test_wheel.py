@@ -56,7 +56,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=120,
     )
     assert built.returncode == 0, built.stderr
-    [wheel] = (base / "dist").glob("tuner-*.whl")
+    [wheel] = (base / "dist").glob("launch_tuner-*.whl")
 
     fresh = base / "fresh"
     venv.EnvBuilder(with_pip=True).create(fresh)

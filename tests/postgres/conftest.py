@@ -19,7 +19,7 @@ ADMIN_URL = os.environ.get("TUNER_TEST_POSTGRES", "postgresql://postgres@127.0.0
 def pg_storage() -> Iterator[str]:
     """A SQLAlchemy URL of a new database of its own, dropped (connections and all) after."""
     psycopg = pytest.importorskip(
-        "psycopg", reason="psycopg is not installed: pip install tuner[postgres]"
+        "psycopg", reason="psycopg is not installed: pip install launch-tuner[postgres]"
     )
     name = f"tuner_test_{uuid.uuid4().hex[:10]}"
     try:

@@ -21,7 +21,7 @@ from tuner.study.run.optuna_rdb import open_rdb
 
 PASSWORD = "s3cret-pw"
 URL = f"postgresql+psycopg://alice:{PASSWORD}@127.0.0.1:1/tuner"
-INSTALL = "pip install 'tuner[postgres]'"
+INSTALL = "pip install 'launch-tuner[postgres]'"
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tuner.secrets import safe_url
 
 POSTGRES_DRIVER = "psycopg"
 """The PostgreSQL driver of the ``postgres`` extra (pyproject.toml)."""
-POSTGRES_INSTALL = "pip install 'tuner[postgres]'"
+POSTGRES_INSTALL = "pip install 'launch-tuner[postgres]'"
 
 
 def require_driver(url: str) -> None:

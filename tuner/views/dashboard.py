@@ -18,7 +18,7 @@ def _optuna_dashboard() -> ModuleType:
         import optuna_dashboard
     except ImportError:
         raise ConfigError(
-            "optuna-dashboard is not installed: pip install 'tuner[dashboard]'"
+            "optuna-dashboard is not installed: pip install 'launch-tuner[dashboard]'"
         ) from None
     return optuna_dashboard
 
