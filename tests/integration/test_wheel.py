@@ -9,6 +9,7 @@ after its own site-packages: tuner itself can only come from the wheel.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,3 +107,15 @@ def test_an_unknown_space_lists_the_shipped_ones(installed: Path, tmp_path: Path
     assert checked.returncode == 2
     names = ", ".join(sorted(p.name for p in (ROOT / "search_spaces").glob("*.yaml")))
     assert f"shipped spaces are: {names}" in " ".join((checked.stdout + checked.stderr).split())
+
+
+def test_the_wheel_is_launch_tuner_and_says_its_version(installed: Path, tmp_path: Path) -> None:
+    # The distribution's name is launch-tuner (README, "Install"); the command stays tuner.
+    shown = _run([installed / "tuner", "--version"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    first, *others = shown.stdout.splitlines()
+    version = re.search(r'^version = "(.+)"$', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert version is not None and first == f"tuner {version[1]}", shown.stdout
+    assert [line.split()[0] for line in others] == ["vLLM", "torch", "NCCL", "driver"]
+    listed = _run([installed / "python", "-m", "pip", "show", "launch-tuner"], cwd=tmp_path)
+    assert listed.returncode == 0 and "Name: launch-tuner" in listed.stdout, listed.stderr
