@@ -33,6 +33,7 @@ def test_check_plan_launches_the_defaults_once_and_records_nothing(tmp_path: Pat
     assert "this study cannot confirm gains below" in out
     assert "10 launches to keep the defaults (2 baseline + 8 search" in out
     assert "s to healthy" in out  # timed from the real launch
+    assert "what would lower them:" in out  # the whole plan, not the sweep's five lines
     # The launch went to a temporary database: the study in --storage has none.
     assert Store(storage).launches("fast") == []
 

@@ -118,8 +118,9 @@ def test_report_writes_one_self_contained_file_with_every_section(report: Path) 
     assert stat.S_IMODE(report.stat().st_mode) == 0o600  # it names settings and failures
     assert external_references(page) == []
     assert "<script" not in page  # no code at all: nothing to fail or to fetch
-    for section in ("answer", "history", "effects", "concurrency", "telemetry", "timing"):
+    for section in ("answer", "history", "effects", "concurrency", "telemetry", "timing", "plan"):
         assert f'<section id="{section}">' in page
+    assert "what would lower them:" in page  # the whole cost plan, not the sweep's summary
     assert 'id="pareto"' not in page  # one objective: no front to draw (docs/report.md)
     assert "Host CPU and memory" in page  # no GPU here: the host's telemetry instead
     assert len(page) < 200_000, len(page)  # small: SVG drawn by hand, nothing inlined

@@ -12,10 +12,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import optuna
 import pytest
 
 from tests.integration.sweep_helpers import run_tuner, tuner_in_process, write_space
+from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study import attrs
+from tuner.study.run.plan_launch import said_plan
+from tuner.views.plan_text import plan_lines
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +43,24 @@ def test_speculative_decoding_is_launched_full_only_and_recommended(tmp_path: Pa
     )
     run = run_tuner("run", "--space", str(path), "--trials", "12", "--seed", "1", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
-    # The cost plan: both kinds of launch, their loads phase by phase, the hours without.
+    # The sweep prints the cost plan's summary: both kinds of launch, --trials in full loads.
     said = " ".join(run.stdout.split())
-    assert "a screening launch saves" in said, run.stdout
-    assert "a load: full load" in said and "weights" in said, run.stdout
-    assert "without screening (every launch a full load)" in said
-    rows = Store(f"sqlite:///{tmp_path}/experiments.db").launches("screened")
+    assert "screening + " in said and "--trials 12 (full loads)" in said, run.stdout
+    assert "what would lower them" not in said  # the whole arithmetic is the report's
+    # The whole plan (the report's): both kinds of launch, their loads phase by phase, the
+    # hours without screening.
+    storage = f"sqlite:///{tmp_path}/experiments.db"
+    optuna_study = optuna.load_study(study_name="screened", storage=storage)
+    plan = said_plan(
+        Store(storage), load_space(path), Store(storage).launches("screened"),
+        optuna_study.user_attrs[attrs.PLAN],
+    )  # fmt: skip
+    assert plan is not None
+    whole = " ".join(" ".join(plan_lines(plan)).split())
+    assert "a screening launch saves" in whole, whole
+    assert "a load: full load" in whole and "weights" in whole, whole
+    assert "without screening (every launch a full load)" in whole
+    rows = Store(storage).launches("screened")
     screening = [r for r in rows if r.fidelity == "screen"]
     full = [r for r in rows if r.fidelity == "full"]
     assert screening and full

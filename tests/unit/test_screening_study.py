@@ -297,10 +297,11 @@ def test_the_cost_plan_says_both_kinds_of_launch_and_the_hours_without_screening
     tmp_path: Path,
 ) -> None:
     from tests.fakes import RecordingObserver
-    from tuner.views.plan_text import plan_lines
+    from tuner.report.data import build_report
+    from tuner.views.plan_text import plan_lines, plan_summary
 
     observer = RecordingObserver()
-    _sweep(tmp_path, lambda p: 100.0, lambda p: 101.0, observer=observer)
+    _, _, storage = _sweep(tmp_path, lambda p: 100.0, lambda p: 101.0, observer=observer)
     plans = [e[1] for e in observer.events if e[0] == "cost_plan"]
     assert len(plans) == 1
     plan = plans[0]
@@ -314,6 +315,16 @@ def test_the_cost_plan_says_both_kinds_of_launch_and_the_hours_without_screening
     hours = plan.screening.hours(plan.screening.one_gain)
     without = plan.screening.hours_without(plan.screening.without[1])
     assert hours is not None and without is not None and hours < without
+    # The sweep's summary counts both kinds of launch, and --trials against full loads.
+    summary = plan_summary(plan)
+    keep, gain = plan.screening.keep_defaults, plan.screening.one_gain
+    assert len(summary) == 5 and all(len(line) < 100 for line in summary), "\n".join(summary)
+    assert summary[2].startswith(f"  to an answer: {keep[0]} screening + {keep[1]} full ("), summary
+    assert f"{gain[0]} + {gain[1]} (" in summary[2]
+    assert summary[3] == "  --trials 12 (full loads) holds them", summary
+    # The report has the whole plan, both kinds of launch with it.
+    report = build_report(storage, "d")
+    assert list(report.plan) == plan_lines(plan)
 
 
 def test_the_final_comparison_takes_at_most_3_a_side_with_screening_by_default() -> None:

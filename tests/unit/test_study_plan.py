@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import random
 from pathlib import Path
@@ -11,10 +12,13 @@ from typing import Any
 import optuna
 import pytest
 import yaml
+from rich.console import Console
 
 from tests.fakes import FakeRunner, RecordingObserver
 from tests.unit.stats.helpers import simulate_launch
 from tests.unit.test_sweep_decisions import SPACE
+from tuner.report.data import build_report
+from tuner.report.html import render
 from tuner.space.spec import Space, load_space, parse_space
 from tuner.stats import NoiseEstimate, between_launch_variance
 from tuner.stats.power import detectable_gain
@@ -24,7 +28,10 @@ from tuner.study.facts import analysis
 from tuner.study.facts.launch_times import LaunchTimes, launch_times
 from tuner.study.facts.plan import CostPlan, cost_plan
 from tuner.study.policy import futility
+from tuner.study.run.plan_launch import said_plan
 from tuner.study.run.sweep import run_sweep
+from tuner.views.console import ConsoleObserver
+from tuner.views.console_live import LiveView
 from tuner.views.plan_text import plan_lines
 
 
@@ -106,6 +113,51 @@ def test_the_plan_is_said_once_after_the_baseline_with_the_study_s_figures(tmp_p
     one_gain = (2 + 2 + 1 + 6 + 2 + sized) * 0.5
     assert recorded["hours"]["one_gain"] == pytest.approx(one_gain, rel=0.01)
     assert f"4.0 h to {one_gain:.1f} h" in plans[0]
+
+
+def test_the_sweep_prints_the_summary_after_the_baseline_not_the_arithmetic(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(SPACE))
+    storage = f"sqlite:///{tmp_path}/d.db"
+    out = io.StringIO()
+    fake = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seconds=(1500.0, 300.0))
+    observer = ConsoleObserver(Console(file=out, width=100), LiveView("d", 4))
+    run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=fake, observer=observer)
+    printed = out.getvalue().splitlines()
+    start = next(i for i, line in enumerate(printed) if line.startswith("• cost plan"))
+    # Between the trial lines, after the baseline's two: five lines, then the next notice
+    # or trial line.
+    assert sum(1 for line in printed[:start] if line.startswith("trial ")) == 2
+    block = printed[start : start + 5]
+    assert "launches vary by ±" in block[0] and "tuner check --plan" in block[0]
+    assert block[1].startswith("  smallest gain this study can confirm: ")
+    assert block[2].startswith("  to an answer: 8 launches (4.0 h) to keep the defaults")
+    assert block[3].startswith("  --trials 4 holds neither: use --trials ")
+    assert block[4].startswith(("  helps most: ", "  may help: "))
+    assert printed[start + 5].startswith("trial   2 search"), printed[start + 5]
+    said = out.getvalue()
+    for arithmetic in ("what would lower them", "power 50%", "shrunk towards", "% interval"):
+        assert arithmetic not in said
+
+
+def test_the_report_carries_the_whole_plan_the_sweep_said(tmp_path: Path) -> None:
+    study, observer, storage = _study(tmp_path, trials=4)
+    [said] = _plans(observer)
+    # Worked out again from the baseline launches and the recorded --trials: the same plan.
+    space = load_space(tmp_path / "d.yaml")
+    again = said_plan(
+        Store(storage), space, Store(storage).launches("d"), study.user_attrs[attrs.PLAN]
+    )
+    assert again is not None and again.to_json() == said.to_json()
+    data = build_report(storage, "d")
+    assert list(data.plan) == plan_lines(said)
+    page = render(data)
+    assert '<section id="plan">' in page and "what would lower them:" in page
+    assert "--trials 4 cannot hold it beside a search" in page
+    # A study that has not said its plan has no plan to show, and says why.
+    assert said_plan(Store(storage), space, [], None) is None
 
 
 def test_the_plan_is_not_repeated_when_the_study_resumes(tmp_path: Path) -> None:

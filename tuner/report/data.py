@@ -6,7 +6,8 @@ launches with the baseline's noise band, each setting's effect from the search's
 best and recommended configurations, their telemetry over time (GPU when it was
 sampled, host otherwise), the time each launch spent loading, warming up and
 benchmarking, what a load costs per fidelity (its phases from the server's log:
-study/facts/load_costs), the failures, a Pareto front only for a study with several
+study/facts/load_costs), the failures, the cost plan the sweep said after the baseline
+in full (study/run/plan_launch.said_plan), a Pareto front only for a study with several
 objectives, and, when asked, the study beside others (views/compare_studies). Every
 value is read from the store, where secrets are already redacted.
 The renderer (tuner/report/html.py) draws this data and computes nothing.
@@ -34,9 +35,11 @@ from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
 from tuner.study.facts import analysis
 from tuner.study.facts.load_costs import LoadCosts, load_costs
+from tuner.study.run.plan_launch import said_plan
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
 from tuner.views.best_headline import badge as verdict_badge
 from tuner.views.compare_studies import StudiesComparison, compare_studies
+from tuner.views.plan_text import plan_lines
 from tuner.views.study_access import open_study
 
 EFFECT_SEED = 0
@@ -170,6 +173,9 @@ class ReportData:
     badge: str = ""
     """The verdict in a few words, above the sentence: Confirmed, No gain — keep the
     defaults, Not settled — about N more launches a side (views/best_verdict.py)."""
+    plan: tuple[str, ...] = ()
+    """The cost plan the sweep said after the baseline, whole (views/plan_text.plan_lines:
+    the sweep printed only its summary); empty before the study said one."""
 
 
 def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> ReportData:
@@ -184,6 +190,8 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
     named = _named_configs(answer)
     trials = opened.optuna_study.get_trials(deepcopy=False)
     kind, charts = telemetry_charts(opened.store, _first_launches(launches, named))
+    recorded = opened.optuna_study.user_attrs.get(attrs.PLAN)
+    said = said_plan(opened.store, opened.space, launches, recorded)
     return ReportData(
         answer=answer,
         verdict=verdict_sentence(answer),
@@ -200,6 +208,7 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
         studies=compare_studies(storage, [study, *compare]) if compare else None,
         load_costs=load_costs(launches),
         badge=verdict_badge(answer),
+        plan=tuple(plan_lines(said)) if said is not None else (),
     )
 
 

@@ -48,6 +48,7 @@ table{border-collapse:collapse;font-size:0.9em;margin:6px 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f6f6f6;padding:8px 12px;overflow-x:auto;font-size:0.88em}
+pre.plan{white-space:pre-wrap}
 """
 
 
@@ -123,6 +124,12 @@ def render(data: ReportData) -> str:
         )
     sections += [
         _section(
+            "plan",
+            "The cost plan, as said after the baseline",
+            _plan(data.plan),
+            "The study has not said its cost plan: its baseline launches are not all measured.",
+        ),
+        _section(
             "failures",
             "Failures and pruned trials",
             _failures_table(data.failures) if data.failures else "",
@@ -148,6 +155,12 @@ def render(data: ReportData) -> str:
 def _section(key: str, title: str, body: str, empty: str) -> str:
     content = body or f'<p class="empty">{esc(empty)}</p>'
     return f'<section id="{esc(key)}"><h2>{esc(title)}</h2>{content}</section>'
+
+
+def _plan(lines: Sequence[str]) -> str:
+    """The whole plan (views/plan_text.plan_lines): its indents show what belongs to what."""
+    text = "\n".join(lines)
+    return f'<pre class="plan">{esc(text)}</pre>' if lines else ""
 
 
 def _answer_section(data: ReportData) -> str:

@@ -18,7 +18,7 @@ from tuner.study.run.sweep import SweepOutcome
 from tuner.telemetry.gpu import open_gpu_backend
 from tuner.trial.runner import RunnerOptions
 from tuner.views.console_live import LiveView
-from tuner.views.plan_text import plan_lines
+from tuner.views.plan_text import plan_summary
 from tuner.views.trial_line import trial_line
 
 
@@ -34,7 +34,9 @@ class MessageObserver(SweepObserver):
         self.console.print(f"[yellow]•[/] {text}", highlight=False)
 
     def cost_plan(self, plan: CostPlan) -> None:
-        self.message("\n".join(plan_lines(plan)))
+        # Five plain lines between the trial lines; the whole arithmetic is
+        # `tuner check --plan`'s and the report's (views/plan_text.plan_lines).
+        self.message("\n".join(plan_summary(plan)))
 
 
 class ConsoleObserver(MessageObserver):

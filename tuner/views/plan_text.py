@@ -1,9 +1,12 @@
-"""The cost plan in sentences: what the sweep prints after the baseline and `tuner check --plan`.
+"""The cost plan in sentences: the sweep's summary after the baseline, and the whole plan.
 
-The figures are tuner/study/plan.py's ``CostPlan`` (the arithmetic, what the study records
-as ``tuner_plan``); here they are said, one line per point. The levers carry their own
-sentences (``Lever.change``, ``Lever.effect``), written in study/plan.py beside the
-what-ifs that compute them. docs/statistics.md ("The cost plan").
+The figures are tuner/study/facts/plan.py's ``CostPlan`` (the arithmetic, what the study
+records as ``tuner_plan``); here they are said. ``plan_summary`` is what the sweep prints
+between trial lines (five plain lines: a person reads it mid-run); ``plan_lines`` is the
+whole arithmetic, one line per point, for `tuner check --plan` and the report. The levers
+carry their own sentences (``Lever.change``, ``Lever.effect``), written in
+study/facts/plan_levers.py beside the what-ifs that compute them. docs/statistics.md
+("The cost plan").
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from tuner.stats.wording import percent
 from tuner.study.facts.launch_times import LaunchTimes
 from tuner.study.facts.load_costs import load_costs_sentence
 from tuner.study.facts.plan import CostPlan, ScreeningPlan
-from tuner.study.facts.plan_levers import pct_text, seconds_text
+from tuner.study.facts.plan_levers import lowers, pct_text, seconds_text
 
 
 def plan_lines(plan: CostPlan) -> list[str]:
-    """The plan as the sweep prints it, one line per point."""
+    """The whole plan, one line per point: `tuner check --plan` and the report."""
     n = plan.noise
     within = n.within_rel_sd
     within_text = (
@@ -77,6 +80,83 @@ def plan_lines(plan: CostPlan) -> list[str]:
         out.append("  what would lower them:")
         out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)
     return out
+
+
+def plan_summary(plan: CostPlan) -> list[str]:
+    """The plan as the sweep prints it between trial lines: five plain lines of under 100
+    characters (the noise between launches, the smallest gain the study can confirm, the
+    launches and hours to an answer, whether --trials holds them, the change that helps
+    most). The figures are the plan's; ``plan_lines`` says how they were worked out, for
+    `tuner check --plan` and the report."""
+    n = plan.noise
+    if plan.assumed_between:
+        source = "assumed: none repeated yet"
+    else:
+        configs = "the defaults" if n.n_configs == 1 else f"{n.n_configs} settings"
+        source = f"{n.n_launches} launches of {configs}"
+    return [
+        f"cost plan (in full: tuner check --plan): launches vary by ±{percent(n.rel_sd)} "
+        f"({source})",
+        f"  smallest gain this study can confirm: {pct_text(plan.confirmable_at_most)} (with "
+        f"up to {plan.final_launches_max} launches a side at the end)",
+        f"  to an answer: {_answer_cost(plan)}",
+        f"  {_trials_text(plan)}",
+        f"  {_best_lever(plan)}",
+    ]
+
+
+def _answer_cost(plan: CostPlan) -> str:
+    """Launches (and hours) to keep the defaults, and with one gain found."""
+    s = plan.screening
+    if s is not None:
+
+        def hours(launches: tuple[int, int]) -> str:
+            value = s.hours(launches)
+            return f" ({_duration(value)})" if value is not None else ""
+
+        keep, gain = s.keep_defaults, s.one_gain
+        return (
+            f"{keep[0]} screening + {keep[1]} full{hours(keep)} to keep the defaults, "
+            f"{gain[0]} + {gain[1]}{hours(gain)} with a gain"
+        )
+    low, high = plan.hours(plan.quickest), plan.hours(plan.typical)
+    if low is None or high is None:
+        return (
+            f"{plan.quickest} launches to keep the defaults, about {plan.typical} with a gain"
+            " (not timed yet)"
+        )
+    return (
+        f"{plan.quickest} launches ({_duration(low)}) to keep the defaults, about "
+        f"{plan.typical} ({_duration(high)}) with a gain"
+    )
+
+
+def _trials_text(plan: CostPlan) -> str:
+    """Whether --trials holds the launches to an answer, and the --trials that would.
+    With screening --trials counts full loads only, so it is held against those."""
+    s = plan.screening
+    keep, gain = (plan.quickest, plan.typical) if s is None else (s.keep_defaults[1], s.one_gain[1])
+    loads = "" if s is None else " (full loads)"
+    budget = plan.budget
+    if budget is None or budget >= gain:
+        return f"--trials {gain if budget is None else budget}{loads} holds them"
+    held = "them only without a gain" if budget >= keep else "neither"
+    return f"--trials {budget}{loads} holds {held}: use --trials {gain}"
+
+
+def _best_lever(plan: CostPlan) -> str:
+    """The lever that lowers the search's smallest gain most, else one without a figure."""
+    figured = [lever for lever in plan.levers if lever.gain is not None]
+    best = min(figured, key=lambda lever: lever.gain or 0.0, default=None)
+    if best is not None and best.gain is not None and lowers(plan.now.gain, best.gain):
+        return (
+            f"helps most: {best.change} (the search would see {pct_text(best.gain)} gains, "
+            f"not {pct_text(plan.now.gain)})"
+        )
+    unfigured = [lever.change for lever in plan.levers if lever.gain is None]
+    if unfigured:
+        return f"may help: {unfigured[0]} (no figure for it)"
+    return "no change listed lowers the smallest gain much"
 
 
 def _more_launches(plan: CostPlan) -> str:

@@ -111,8 +111,14 @@ def levers(
     return out
 
 
+def lowers(before: float, after: float) -> bool:
+    """Whether a change lowers a gain enough to name: by 5% of it or more (less is noise
+    in the arithmetic's inputs, not a lever worth a line)."""
+    return after < 0.95 * before
+
+
 def _moves(before: float, after: float, how: str) -> str:
-    if after < 0.95 * before:
+    if lowers(before, after):
         return f"{how}: {pct_text(before)} -> {pct_text(after)}"
     return (
         f"hardly moves it ({pct_text(before)} -> {pct_text(after)}): between-launch noise "

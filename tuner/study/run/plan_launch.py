@@ -7,13 +7,16 @@ afterwards, so nothing is added to the real study (``launch_baseline_once``): th
 within-launch noise then comes from that launch's rounds, and the between-launch noise
 is the prior (tuner/stats DEFAULT_PRIOR_REL_SD, or one round's sd if larger), assumed
 until two launches exist, as the plan says. ``baseline_plan`` turns either into the
-cost plan (tuner/study/plan.py); tuner/views/plan.py says which and prints it.
+cost plan (tuner/study/facts/plan.py); tuner/views/plan.py says which and prints it.
+``said_plan`` works out again the plan a sweep said after its baseline, for the report.
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tuner.errors import BenchmarkError, LaunchError, StoreError
 from tuner.events import SweepObserver
@@ -23,7 +26,7 @@ from tuner.space.spec import Space
 from tuner.storage import LaunchRow, Store
 from tuner.study import attrs
 from tuner.study.facts import analysis, plan
-from tuner.study.facts.launch_times import launch_times
+from tuner.study.facts.launch_times import launch_costs, launch_times
 from tuner.study.facts.plan import CostPlan
 from tuner.study.policy import futility
 from tuner.telemetry.gpu import GpuBackend, open_gpu_backend
@@ -80,8 +83,15 @@ def launch_baseline_once(
     return facts, rows
 
 
-def baseline_plan(space: Space, facts: analysis.StudyAnalysis, rows: list[LaunchRow]) -> CostPlan:
-    """The cost plan of ``space`` from a baseline's analysis and launch rows."""
+def baseline_plan(
+    space: Space,
+    facts: analysis.StudyAnalysis,
+    rows: list[LaunchRow],
+    *,
+    budget: int | None = None,
+) -> CostPlan:
+    """The cost plan of ``space`` from a baseline's analysis and launch rows (their costs
+    too: with screening, both kinds of launch and a load's phases, as the sweep's plan)."""
     baseline = facts.baseline
     if baseline is None or facts.noise is None:
         raise StoreError("plan: the baseline launch measured nothing, so there is no plan")
@@ -90,5 +100,26 @@ def baseline_plan(space: Space, facts: analysis.StudyAnalysis, rows: list[Launch
         facts.noise,
         launch_times(rows),
         baseline_measured=len(baseline.launches),
+        budget=budget,
         futility_min_trials=futility.MIN_TRIALS if space.spec.stop.futility > 0 else None,
+        costs=launch_costs(rows),
     )
+
+
+def said_plan(
+    store: Store, space: Space, rows: list[LaunchRow], recorded: Mapping[str, Any] | None
+) -> CostPlan | None:
+    """The plan the sweep said after the baseline (``recorded``: the study's ``tuner_plan``),
+    worked out again from the same figures: the baseline launches among ``rows`` and the
+    recorded --trials; None when the study has not said one. The report shows it whole,
+    as the sweep printed only its summary (views/plan_text.py)."""
+    if not recorded:
+        return None
+    # The plan is said once the baseline launches are measured, from them alone: the
+    # later launches would change its noise and times into figures nobody was told.
+    opening = [r for r in rows if r.role == attrs.BASELINE]
+    facts = analysis.analyze(store, space, rows=opening)
+    if facts.baseline is None or facts.noise is None:
+        return None
+    budget = (recorded.get("launches") or {}).get("budget")
+    return baseline_plan(space, facts, opening, budget=budget)
