@@ -2,92 +2,43 @@
 
 A decode step's noise-free duration is the profile's calibrated step time at that batch size
 (interpolated between calibration points), split into compute and all-reduce parts; the
-all-reduce part is nudged by NCCL settings (clamped so NCCL moves a whole step by at most
--1.5%..+2%) and then by the transport and the profile's buffer gain (tuner/sim/transport.py,
-outside the clamp), and the whole step by the compilation level, interaction bonuses and speculative
-decoding (which helps on real weights and hurts on dummy ones). The engine
-multiplies this by the per-launch speed factor, per-step noise and ``--time-scale``;
-:func:`expected_output_throughput` gives the noise-free truth tests compare against.
+all-reduce part is nudged by NCCL settings (:mod:`tuner.sim.nccl_effect`, clamped so NCCL
+moves a whole step by at most -1.5%..+2%) and then by the transport and the profile's buffer
+gain (tuner/sim/transport.py, outside the clamp), and the whole step by the compilation
+level, interaction bonuses and speculative decoding (which helps on real weights and hurts
+on dummy ones). The engine multiplies this by the per-launch speed factor, per-step noise
+and ``--time-scale``; :func:`expected_output_throughput` gives the noise-free truth tests
+compare against. The settings with the profile's defaults filled in, and the memory left
+for the KV cache, are :mod:`tuner.sim.effective`'s, re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 
-from tuner.nccl import PROTOCOL_NAMES
+# The settings as a launch runs them, re-exported (``X as X``): callers read them here.
+from tuner.sim.effective import compilation_level as compilation_level
+from tuner.sim.effective import effective_max_model_len as effective_max_model_len
+from tuner.sim.effective import effective_max_num_batched_tokens as effective_max_num_batched_tokens
+from tuner.sim.effective import effective_max_num_seqs as effective_max_num_seqs
+from tuner.sim.effective import effective_pp as effective_pp
+from tuner.sim.effective import effective_tp as effective_tp
+from tuner.sim.effective import features as features
+from tuner.sim.effective import free_memory_gib as free_memory_gib
+from tuner.sim.effective import gpus_used as gpus_used
+from tuner.sim.effective import kv_cache_bytes_per_token_per_gpu as kv_cache_bytes_per_token_per_gpu
+from tuner.sim.effective import kv_capacity_tokens as kv_capacity_tokens
 from tuner.sim.geometry import message_bytes
-from tuner.sim.nccl import NcclEnv
+from tuner.sim.nccl_effect import (
+    NCCL_STEP_EFFECT_MAX,
+    NCCL_STEP_EFFECT_MIN,
+    nccl_comm_factor,
+    small_weight,
+)
 from tuner.sim.nccl_tuner_plugin import applied
-from tuner.sim.profiles import GIB, Profile, SchedulerTrade, ThroughputTable, get_profile
+from tuner.sim.profiles import Profile, SchedulerTrade, ThroughputTable, get_profile
 from tuner.sim.settings import SimSettings
 from tuner.sim.transport import buffer_factor, transport_factor
-
-# NCCL's effect on a whole step is clamped to this band: on this PCIe box tuning NCCL is
-# worth 1-2% at best (calibration.yaml: the tuned 81.9 tok/s is within noise of 81.4).
-NCCL_STEP_EFFECT_MIN = -0.015
-NCCL_STEP_EFFECT_MAX = 0.02
-
-
-def effective_tp(profile: Profile, settings: SimSettings) -> int:
-    return settings.tensor_parallel_size or profile.default_tp
-
-
-def effective_pp(settings: SimSettings) -> int:
-    return settings.pipeline_parallel_size or 1
-
-
-def gpus_used(profile: Profile, settings: SimSettings) -> int:
-    """GPUs the layout occupies: TP x PP ranks, one per GPU."""
-    return effective_tp(profile, settings) * effective_pp(settings)
-
-
-def effective_max_num_seqs(profile: Profile, settings: SimSettings) -> int:
-    return settings.max_num_seqs or profile.default_max_num_seqs
-
-
-def effective_max_num_batched_tokens(profile: Profile, settings: SimSettings) -> int:
-    return settings.max_num_batched_tokens or profile.default_max_num_batched_tokens
-
-
-def effective_max_model_len(profile: Profile, settings: SimSettings) -> int:
-    return settings.max_model_len or profile.max_model_len
-
-
-def compilation_level(settings: SimSettings) -> int:
-    return 3 if settings.compilation_level is None else settings.compilation_level
-
-
-def features(settings: SimSettings) -> dict[str, str]:
-    """Canonical strings for the settings the speed model looks at (bonus conditions use them)."""
-    nccl = settings.nccl
-    algos = nccl.allreduce_algos()
-    protos = nccl.allreduce_protos()
-
-    def num(value: int | None) -> str:
-        return "auto" if value is None else str(value)
-
-    return {
-        "allreduce_algo": "auto" if algos is None else ",".join(sorted(algos)),
-        "allreduce_proto": (
-            "auto" if protos is None else ",".join(sorted(PROTOCOL_NAMES[p] for p in protos))
-        ),
-        "min_nchannels": num(nccl.min_nchannels),
-        "max_nchannels": num(nccl.max_nchannels),
-        "buffsize": num(nccl.buffsize),
-        "nthreads": num(nccl.nthreads),
-        "cuda_device_max_connections": num(nccl.cuda_device_max_connections),
-        "compilation_level": str(compilation_level(settings)),
-        "enforce_eager": str(settings.enforce_eager).lower(),
-        "custom_all_reduce": "off" if settings.disable_custom_all_reduce else "on",
-        "max_num_seqs": num(settings.max_num_seqs),
-        "max_num_batched_tokens": num(settings.max_num_batched_tokens),
-        "load_format": settings.load_format,
-        "speculative": (
-            f"{settings.speculative_method}:{settings.num_speculative_tokens}"
-            if settings.num_speculative_tokens
-            else "off"
-        ),
-    }
 
 
 def table_for(profile: Profile, tp: int, expert_parallel: bool) -> ThroughputTable:
@@ -123,70 +74,11 @@ def _comm_scale(tp: int) -> float:
     return (tp - 1) / tp * (1.0 + 0.1 * math.log2(tp))
 
 
-def _small_weight(batch: int) -> float:
-    """1 at batch 1, falling off by batch ~32: small all-reduce messages are latency-bound."""
-    return 1.0 / (1.0 + batch / 32.0)
-
-
-def _select(table: tuple[tuple[int, float], ...], value: int) -> float:
-    """The delta of the first (upper bound, delta) row whose bound is >= value."""
-    for bound, delta in table:
-        if value <= bound:
-            return delta
-    return table[-1][1]
-
-
-_PROTO_DELTA = {  # relative change of all-reduce time: (small messages, large messages)
-    "ll": (-0.006, 0.03),  # lowest latency; halves bandwidth on large messages
-    "ll128": (-0.004, -0.003),
-    "simple": (0.025, -0.002),  # high latency, best bandwidth
-}
-_ALGO_DELTA = {"tree": 0.015, "ring": 0.0}  # on a single PCIe node, tree is a slow chain
-_MAX_CH = ((1, 0.04), (2, 0.012), (4, 0.004), (8, 0.0), (16, -0.003), (64, -0.001))
-_NTHREADS = ((64, 0.006), (128, 0.003), (256, 0.001), (448, 0.002), (512, 0.0))
-
-
-def nccl_comm_factor(nccl: NcclEnv, batch: int) -> float:
-    """Multiplier on all-reduce time from the NCCL/CUDA variables (1.0 when all unset)."""
-    ws = _small_weight(batch)
-    delta = 0.0
-    protos = nccl.allreduce_protos()
-    if protos:
-        # One protocol forced: its full effect. A list: NCCL still chooses among them, so
-        # only half the members' mean effect is felt.
-        deltas = [ws * _PROTO_DELTA[p][0] + (1 - ws) * _PROTO_DELTA[p][1] for p in protos]
-        delta += deltas[0] if len(deltas) == 1 else 0.5 * sum(deltas) / len(deltas)
-    algos = nccl.allreduce_algos()
-    if algos:
-        usable = [_ALGO_DELTA[a] for a in algos if a in _ALGO_DELTA]
-        if usable:
-            delta += min(usable)  # NCCL picks the better of the allowed algorithms
-    if nccl.max_nchannels is not None:
-        delta += _select(_MAX_CH, nccl.max_nchannels)
-    if nccl.min_nchannels is not None and nccl.min_nchannels >= 16:
-        delta += 0.004  # forcing many channels adds launch overhead to small messages
-    if nccl.buffsize is not None:
-        mib = nccl.buffsize / 2**20
-        if mib < 1:
-            delta += 0.008
-        elif mib < 4:
-            delta += 0.002
-        elif mib > 64:
-            delta += 0.001
-        elif mib > 4:
-            delta -= 0.0015
-    if nccl.nthreads is not None:
-        delta += _select(_NTHREADS, nccl.nthreads)
-    if nccl.cuda_device_max_connections is not None:
-        delta += -0.0015 if nccl.cuda_device_max_connections == 1 else 0.001
-    return 1.0 + delta
-
-
 def compilation_factor(settings: SimSettings, batch: int) -> float:
     """Multiplier on step time: eager mode pays CPU launch overhead, worst at small batch."""
     level = compilation_level(settings)
     if settings.enforce_eager or level == 0:
-        ws = _small_weight(batch)
+        ws = small_weight(batch)
         return 1.0 + 0.333 * ws + 0.08 * (1 - ws)  # ~25% fewer tok/s at batch 1
     return {1: 1.04, 2: 1.01}.get(level, 1.0)
 
@@ -244,7 +136,7 @@ def speculative_factor(profile: Profile, settings: SimSettings, batch: int) -> f
         return 1.0
     fig = profile.speculative
     acceptance = 0.0 if settings.load_format == "dummy" else fig.acceptance
-    ws = _small_weight(max(1, batch))
+    ws = small_weight(max(1, batch))
     cost = 1.0 + k * (ws * fig.cost_small + (1 - ws) * fig.cost_large)
     return 1.0 + sens * (speculative_tokens_per_step(acceptance, k) / cost - 1.0)
 
@@ -286,12 +178,12 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
         comm *= min(hi, max(lo, nccl))
         # The transport and the profile's buffer gain act outside the clamp: P2P off can
         # cost far more than tuning's 1-2% (tuner/sim/transport.py).
-        ws = _small_weight(batch)
+        ws = small_weight(batch)
         wire = transport_factor(prof.interconnect, st.nccl, ws)
         wire *= buffer_factor(prof.interconnect, st.nccl, ws)
         comm *= 1.0 + sens.nccl * (wire - 1.0)
         if st.disable_custom_all_reduce and uses_custom_all_reduce(prof, tp):
-            comm *= 1.0 + sens.custom_all_reduce * 0.05 * _small_weight(batch)
+            comm *= 1.0 + sens.custom_all_reduce * 0.05 * small_weight(batch)
     return compute, comm
 
 
@@ -343,29 +235,6 @@ def prefill_time(profile: Profile, settings: SimSettings, tokens: int) -> float:
     tp = effective_tp(profile, settings)
     ref_tp = table_for(profile, tp, settings.enable_expert_parallel).tensor_parallel_size
     return tokens * profile.prefill_s_per_token * (ref_tp / tp) ** 0.85
-
-
-def kv_cache_bytes_per_token_per_gpu(profile: Profile, tp: int) -> float:
-    if profile.num_kv_heads is None:  # MLA: every rank holds the whole latent cache
-        return float(profile.kv_bytes_per_token)
-    return profile.kv_bytes_per_token / min(tp, profile.num_kv_heads)
-
-
-def free_memory_gib(profile: Profile, settings: SimSettings) -> float:
-    """GiB per GPU left for the KV cache after weights and activations (negative: OOM)."""
-    budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
-    return budget - profile.weights_gib / gpus_used(profile, settings) - profile.activation_gib
-
-
-def kv_capacity_tokens(profile: Profile, settings: SimSettings) -> int:
-    """How many tokens of KV cache fit (the ``GPU KV cache size`` vLLM logs)."""
-    free = free_memory_gib(profile, settings)
-    if free <= 0:
-        return 0
-    tp = effective_tp(profile, settings)
-    # A pipeline stage holds the KV cache of its own layers only.
-    per_gpu = kv_cache_bytes_per_token_per_gpu(profile, tp) / effective_pp(settings)
-    return int(free * GIB / per_gpu)
 
 
 def expected_output_throughput(

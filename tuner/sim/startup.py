@@ -7,40 +7,36 @@ with tqdm-shaped progress lines, or fill in random ones with ``--load-format dum
 uvicorn lines and only then listen. Each phase takes its share of ``--load-seconds``
 (:mod:`tuner.sim.phases`) and ends with vLLM's own line saying how long it took. A refusal
 prints NCCL/Python-shaped text to stderr at its phase and exits 1. SIGTERM or SIGINT at any
-point exits 0 within ~0.5 s.
+point exits 0 within ~0.5 s. The load and warmup phases are :mod:`tuner.sim.startup_phases`'s;
+the socket and the server's import, :mod:`tuner.sim.boot`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
 import os
 import random
 import signal
 import socket
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
 from tuner.sim import model
-from tuner.sim.checks import Failure, first_failure
+from tuner.sim.boot import bind_socket, import_in_thread
+from tuner.sim.checks import first_failure
 from tuner.sim.engine import Engine, launch_speed_factor
 from tuner.sim.faults import LaunchIndexError, next_launch_index, slowdown
-from tuner.sim.log import Log, progress_line
+from tuner.sim.log import Log
 from tuner.sim.misbehave import ShmMarker, create_shm, flood_log, remove_shm, spawn_orphan
 from tuner.sim.noise import dummy_throughput_factor, noise_json, with_noise
 from tuner.sim.phases import StartupPlan, startup_plan
 from tuner.sim.profiles import Profile, get_profile
 from tuner.sim.settings import REDACTED, SIM_VERSION, SimSettings, non_default_args
+from tuner.sim.startup_phases import StartupPhases
 from tuner.sim.transport import channel_line
 
-DYNAMO_SHARE = 0.55  # of torch.compile with a warm cache: Dynamo, then the cache load
-# (vllm-project/vllm#16848: "Dynamo bytecode transform time: 5.03 s", then "Directly load the
-# compiled graph(s) ... from the cache, took 4.190 s")
-GRAPH_CAPTURE_GIB = 0.52  # "Graph capturing finished in N secs, took 0.52 GiB"
 STATS_INTERVAL_S = 10.0
 ENV_PREFIXES = ("NCCL_", "VLLM_")
 ENV_NAMES = ("CUDA_DEVICE_MAX_CONNECTIONS",)
@@ -63,47 +59,7 @@ def _without_key(argv: Sequence[str], key: str | None) -> list[str]:
     return [a.replace(key, REDACTED) for a in argv]
 
 
-def _import_in_thread(name: str) -> asyncio.Future[ModuleType]:
-    """Import a slow module on a daemon thread, overlapping it with the simulated load."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[ModuleType] = loop.create_future()
-
-    def work() -> None:
-        try:
-            mod = importlib.import_module(name)
-        except BaseException as exc:  # noqa: BLE001 - handed to the event loop
-            loop.call_soon_threadsafe(_settle, fut, None, exc)
-        else:
-            loop.call_soon_threadsafe(_settle, fut, mod, None)
-
-    threading.Thread(target=work, name=f"import-{name}", daemon=True).start()
-    return fut
-
-
-def _settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Bind without listening: connections are refused until the server is ready."""
-    family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(addr)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
-
-
-class SimServer:
+class SimServer(StartupPhases):
     """One run of the simulated server, from argv to exit code."""
 
     def __init__(self, settings: SimSettings, argv: Sequence[str], env: Mapping[str, str]):
@@ -133,24 +89,7 @@ class SimServer:
         self.shm: ShmMarker | None = None
         self.started_at = time.time()
 
-    # -- helpers ------------------------------------------------------------------------------
-    async def _sleep(self, seconds: float) -> bool:
-        """Sleep, or return True early when asked to stop."""
-        if self.stop.is_set():
-            return True
-        if seconds <= 0:
-            await asyncio.sleep(0)
-            return self.stop.is_set()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.stop.wait(), seconds)
-        return self.stop.is_set()
-
-    def _fail(self, failure: Failure) -> int:
-        self.log.lines(failure.warn_lines(self.host, self.pid), err=True)
-        self.log.error("core.py:708", "EngineCore failed to start.")
-        self.log.lines(failure.traceback_lines(), err=True)
-        return 1
-
+    # -- /sim/config ---------------------------------------------------------------------------
     def config_json(self, port: int) -> dict[str, Any]:
         st, prof = self.settings, self.profile
         return {
@@ -189,12 +128,6 @@ class SimServer:
             "version": SIM_VERSION,
             "nccl_version": st.nccl_version,
         }
-
-    def served_names(self) -> list[str]:
-        st = self.settings
-        if st.served_model_names:
-            return list(st.served_model_names)
-        return [st.model or self.profile.served_name]
 
     # -- the run ------------------------------------------------------------------------------
     async def run(self) -> int:
@@ -275,7 +208,7 @@ class SimServer:
         failure = first_failure(prof, st)
         if failure and failure.phase == "start":
             return self._fail(failure)
-        server_mod = _import_in_thread("tuner.sim.server")
+        server_mod = import_in_thread("tuner.sim.server")
         # init: workers and NCCL communicators
         if st.shm_prefix:
             self.shm = create_shm(st.shm_prefix, self.pid)
@@ -312,115 +245,6 @@ class SimServer:
             return warmed
         server = await server_mod
         return await self._serve(server, sock, port)
-
-    async def _load(self, failure: Failure | None) -> int | None:
-        """The load phase: an exit code when startup ends here, else None."""
-        st, prof, log, plan = self.settings, self.profile, self.log, self.plan
-        name = self.served_names()[0]
-        tp = model.effective_tp(prof, st)
-        oom = failure if failure is not None and failure.phase == "load" else None
-        log.info("gpu_model_runner.py:2338", f"Starting to load model {name}...")
-        t0 = time.monotonic()
-        if plan.dummy:
-            # vLLM's dummy loader reads no checkpoint: no shard progress, no "Loading weights
-            # took"; without safetensors metadata to check the layers against it says so.
-            log.info(
-                "dummy_loader.py:153",
-                f"Skipping validation when loading dummy weights for {name}. "
-                "Reason: Missing safetensors metadata",
-            )
-            if await self._sleep(plan.model_init_s * (oom.load_fraction if oom else 1.0)):
-                return self._stopped_early()
-            if oom:
-                return self._fail(oom)  # the same parameters do not fit, random or not
-        else:
-            shards = prof.load_shards
-            stop_at = max(1, int(shards * oom.load_fraction)) if oom else shards + 1
-            log.line(progress_line(0, shards, 0.0), err=True)
-            for i in range(1, shards + 1):
-                if await self._sleep(t0 + plan.weights_s * i / shards - time.monotonic()):
-                    return self._stopped_early()
-                if oom and i == stop_at:
-                    return self._fail(oom)
-                log.line(progress_line(i, shards, time.monotonic() - t0), err=True)
-            log.info(
-                "default_loader.py:267",
-                f"Loading weights took {time.monotonic() - t0:.2f} seconds",
-            )
-            if await self._sleep(t0 + plan.load_s - time.monotonic()):
-                return self._stopped_early()
-        log.info(
-            "gpu_model_runner.py:2370",
-            f"Model loading took {prof.weights_gib / tp:.4f} GiB and "
-            f"{time.monotonic() - t0:.6f} seconds",
-        )
-        return None
-
-    async def _warmup(self, failure: Failure | None) -> int | None:
-        """torch.compile, the KV cache, the first collectives and graph capture: an exit code
-        when startup ends here, else None."""
-        st, prof, log, plan = self.settings, self.profile, self.log, self.plan
-        t1 = time.monotonic()
-        if plan.compile_s > 0:
-            # the profile run's first forward pass compiles the model (a warm compile cache)
-            dynamo_s = plan.compile_s * DYNAMO_SHARE
-            if await self._sleep(dynamo_s):
-                return self._stopped_early()
-            if plan.compile_logged:
-                log.info(
-                    "backends.py:548",
-                    "Using cache directory: /root/.cache/vllm/torch_compile_cache/"
-                    f"{prof.name.encode().hex()[:10]}/rank_0_0/backbone for vLLM's torch.compile",
-                )
-                log.info("backends.py:559", f"Dynamo bytecode transform time: {dynamo_s:.2f} s")
-            if await self._sleep(t1 + plan.compile_s - time.monotonic()):
-                return self._stopped_early()
-            if plan.compile_logged:
-                log.info(
-                    "backends.py:161",
-                    "Directly load the compiled graph(s) for dynamic shape from the cache, took "
-                    f"{plan.compile_s - dynamo_s:.3f} s",
-                )
-                log.info(
-                    "monitor.py:34",
-                    f"torch.compile takes {time.monotonic() - t1:.2f} s in total",
-                )
-        cap = model.kv_capacity_tokens(prof, st)
-        max_len = model.effective_max_model_len(prof, st)
-        log.info(
-            "gpu_worker.py:298",
-            f"Available KV cache memory: {max(0.0, model.free_memory_gib(prof, st)):.2f} GiB",
-        )
-        log.info("kv_cache_utils.py:1087", f"GPU KV cache size: {cap:,} tokens")
-        log.info(
-            "kv_cache_utils.py:1091",
-            f"Maximum concurrency for {max_len:,} tokens per request: {cap / max_len:.2f}x",
-        )
-        if await self._sleep(plan.engine_s / 2):
-            return self._stopped_early()
-        if failure and failure.phase == "warmup":
-            return self._fail(failure)
-        if plan.graphs_s > 0:
-            t2 = time.monotonic()
-            if await self._sleep(plan.graphs_s):
-                return self._stopped_early()
-            log.info(
-                "gpu_model_runner.py:3480",
-                f"Graph capturing finished in {time.monotonic() - t2:.0f} secs, took "
-                f"{GRAPH_CAPTURE_GIB:.2f} GiB",
-            )
-        if await self._sleep(t1 + plan.init_engine_s - time.monotonic()):
-            return self._stopped_early()
-        log.info(
-            "core.py:210",
-            "init engine (profile, create kv cache, warmup model) took "
-            f"{time.monotonic() - t1:.2f} seconds",
-        )
-        return None
-
-    def _stopped_early(self) -> int:
-        self.log.info("launcher.py:80", "Shutting down before the server started.")
-        return 0
 
     async def _serve(self, server: ModuleType, sock: socket.socket, port: int) -> int:
         st, prof, log = self.settings, self.profile, self.log

@@ -2,7 +2,7 @@
 
 A space file names either one objective, ``objective: {metric, concurrency, direction}``,
 or several, ``objectives:`` a list of such items (docs/space-file.md). With several, the
-first item also fills ``objective`` when the file is read (tuner/space/spec.py), so
+first item also fills ``objective`` when the file is read (tuner/space/objective_spec.py), so
 what reads one objective (the runner's per-round value, `tuner trials`) reads the first;
 ``study_objectives`` lists them all, resolved (level and direction filled in).
 """

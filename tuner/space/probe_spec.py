@@ -1,6 +1,6 @@
 """The space file's ``probe:`` section: a cheap all-reduce measurement before each launch.
 
-Kept apart from tuner/space/spec.py (which holds it as ``SpaceSpec.probe``): the probe's
+Kept apart from tuner/space/space_spec.py (which holds it as ``SpaceSpec.probe``): the probe's
 command, message sizes and model shape are read only by tuner/probe/ (docs/probe.md).
 """
 

@@ -26,7 +26,7 @@ from tuner.vocabulary import DEFAULT
 
 
 class ParamLike(Protocol):
-    """What screening reads of a param (tuner/space/spec.py's ParamSpec, which imports this
+    """What screening reads of a param (tuner/space/params_spec.py's ParamSpec, which imports this
     module: a protocol here keeps the two out of an import cycle)."""
 
     @property

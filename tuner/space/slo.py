@@ -8,8 +8,8 @@
   (tuner/bench/capacity.py, tuner/trial/capacity_round.py), and ``capacity`` may be the
   objective.
 
-Kept apart from tuner/space/spec.py so the space file's main models stay readable; spec.py
-imports these models into ``BenchmarkSpec``.
+Kept apart from tuner/space/benchmark_spec.py so the ``benchmark:`` model stays readable;
+benchmark_spec.py imports these models into ``BenchmarkSpec``.
 """
 
 from __future__ import annotations
