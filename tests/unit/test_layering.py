@@ -1,6 +1,6 @@
 """The package layering of docs/architecture.md holds: no module imports from a layer above.
 
-cli -> views, bench_command -> study -> trial, check, probe -> bench, launcher, telemetry,
+cli -> views, init, bench_command -> study -> trial, check, probe -> bench, launcher, telemetry,
 storage -> space, stats, nccl, server_http, secrets, events -> errors,
 exit_codes, vocabulary. Nothing outside tuner/sim
 imports the simulator, except cli (`tuner sim` starts it). And no module imports one that
@@ -18,6 +18,7 @@ import tuner
 LAYER = {
     "cli": 6,
     "views": 5,
+    "init": 5,
     "report": 5,
     "bench_command": 5,
     "study": 4,
