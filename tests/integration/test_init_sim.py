@@ -49,9 +49,9 @@ def test_init_writes_nccl_yaml_s_kind_of_space_and_a_study_runs_on_it(tmp_path: 
     assert spec.server.command[-4:] == ["--host", "127.0.0.1", "--port", "{port}"]
     assert "8000" not in spec.server.command
 
-    # A short study: 12 full loads and at most 12 screening launches (40 by default).
-    path.write_text(path.read_text().replace("screening:\n", "screening:\n  max_launches: 12\n", 1))
-    assert load_space(path).spec.screening.max_launches == 12
+    # A short study: 12 full loads and at most 4 screening launches (40 by default).
+    path.write_text(path.read_text().replace("screening:\n", "screening:\n  max_launches: 4\n", 1))
+    assert load_space(path).spec.screening.max_launches == 4
     db = f"sqlite:///{tmp_path}/init.db"
     run = run_tuner(
         "run", "--space", str(path), "--trials", "12", "--storage", db, cwd=tmp_path, timeout=450
