@@ -5,8 +5,10 @@ concurrency or a Poisson rate, for a count or a duration) and returns a ``LevelR
 of ``RequestRecord``s; tuner/bench/summary.py summarises them as ``vllm bench serve`` does.
 The modules, one job each: ``sse`` (event framing and classification), ``http`` (the
 streaming transport: target and connection pool), ``http_protocol`` (one connection's
-request and response parsing), ``prompts``, ``load`` (what to send), ``level`` (one
-process), ``workers`` (several), ``measure`` (the entry points and the client's self-check).
+request and response parsing; ``http_response``: the exchange, a head's parse),
+``prompts``, ``load`` (what to send), ``level`` (one process; ``live``: its progress,
+``client_lag``: the client's own lag), ``workers`` (several), ``measure`` (the entry points
+and the client's self-check).
 """
 
 from tuner.bench.level import LiveStats

@@ -5,9 +5,10 @@ bytes of each read, and the protocol decodes the response head, then a chunked, 
 ``Content-Length`` or an until-close body, splits the SSE events and classifies each one
 into the ``Exchange`` (token times, counts, usage, error). This is the client's per-token
 hot path (benchmarks/client_capacity.py measures it): the module-level aliases below save
-an attribute lookup per event. The pool that owns the connections is in tuner/bench/http.py;
-this module knows it only as an ``Owner`` (its clock, and where a connection goes when it
-is free or gone), so it never imports it.
+an attribute lookup per event. What runs once per response (the ``Exchange``, the head's
+parse) is in tuner/bench/http_response.py. The pool that owns the connections is in
+tuner/bench/http.py; this module knows it only as an ``Owner`` (its clock, and where a
+connection goes when it is free or gone), so it never imports it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tuner.bench import sse
+from tuner.bench.http_response import Exchange, chunk_size, parse_head, resolve
+
+__all__ = ["Exchange", "Owner", "StreamProtocol"]
 
 _classify = sse.classify
 _REASONING = sse.REASONING
@@ -31,51 +35,6 @@ _TIMED_KINDS = frozenset((sse.CONTENT, sse.REASONING, sse.ROLE))
 _IDLE, _HEAD, _CHUNKED, _LENGTH, _UNTIL_CLOSE = range(5)
 _MAX_HEAD = 64 * 1024
 _MAX_ERROR_BODY = 64 * 1024
-
-
-class Exchange:
-    """One request and its response as the client saw them; filled in by the protocol.
-
-    ``t_send`` is when the pool began the request; ``t_first`` and ``t_last`` when the
-    first and the last chunk with choices arrived, ``itl`` the gaps between them
-    (``timed - 1``), as ``vllm bench serve`` times them. ``chunks`` counts the
-    token-bearing ones: all but the chat role announcement.
-    """
-
-    __slots__ = (
-        "t_send",
-        "t_first",
-        "t_last",
-        "itl",
-        "timed",
-        "chunks",
-        "reasoning_chunks",
-        "usage",
-        "error",
-        "status",
-        "saw_done",
-        "received",
-        "retryable",
-        "future",
-        "timer",
-    )
-
-    def __init__(self, future: asyncio.Future[None]) -> None:
-        self.t_send = 0.0
-        self.t_first = 0.0
-        self.t_last = 0.0
-        self.itl: list[float] = []
-        self.timed = 0
-        self.chunks = 0
-        self.reasoning_chunks = 0
-        self.usage: dict | None = None
-        self.error: str | None = None
-        self.status = 0
-        self.saw_done = False
-        self.received = False  # any response byte yet
-        self.retryable = False
-        self.future = future
-        self.timer: asyncio.TimerHandle | None = None
 
 
 class Owner(Protocol):
@@ -207,38 +166,19 @@ class StreamProtocol(asyncio.Protocol):
                 self._head = head
             return
         self._head = b""
-        lines = head[:end].decode("latin-1").split("\r\n")
-        status_line = lines[0].split(" ", 2)
         try:
-            version, status = status_line[0], int(status_line[1])
-        except (IndexError, ValueError):
-            self._protocol_error(f"bad status line {lines[0][:80]!r}")
+            parsed = parse_head(head[:end])
+        except ValueError as exc:
+            self._protocol_error(str(exc))
             return
-        ex.status = status
-        chunked = False
-        length = None
-        self._keep_alive = version == "HTTP/1.1"
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
-            value = value.strip().lower()
-            if name == "transfer-encoding":
-                chunked = "chunked" in value
-            elif name == "content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    length = None
-            elif name == "connection":
-                if "close" in value:
-                    self._keep_alive = False
-                elif "keep-alive" in value:
-                    self._keep_alive = True
+        status = ex.status = parsed.status
+        self._keep_alive = parsed.keep_alive
         if status == 100:
             self._on_head(head[end + 4 :], now, ex)  # an interim response: read on
             return
         rest = head[end + 4 :]
-        if chunked:
+        length = parsed.length
+        if parsed.chunked:
             self.state = _CHUNKED
             self._fast = status == 200
             if rest:
@@ -303,7 +243,7 @@ class StreamProtocol(asyncio.Protocol):
             try:
                 size = int(line, 16)
             except ValueError:
-                size = _chunk_size(line)
+                size = chunk_size(line)
             if size < 0:
                 self._protocol_error(f"bad chunk size {line[:40]!r}")
                 return
@@ -402,7 +342,7 @@ class StreamProtocol(asyncio.Protocol):
             self.pool.release(self)
         else:
             self._close()
-        _resolve(ex)
+        resolve(ex)
 
     def _protocol_error(self, what: str) -> None:
         self._fail(f"malformed HTTP response: {what}")
@@ -416,25 +356,10 @@ class StreamProtocol(asyncio.Protocol):
             ex.error = reason
         self.exchange = None
         self.state = _IDLE
-        _resolve(ex)
+        resolve(ex)
 
     def _close(self) -> None:
         self.closed = True
         self.pool.forget(self)
         if self.transport is not None:
             self.transport.abort()
-
-
-def _chunk_size(line: bytes) -> int:
-    """The size of a chunk line with extensions (``1a;name=value``); -1 if unreadable."""
-    try:
-        return int(line.split(b";", 1)[0].strip(), 16)
-    except ValueError:
-        return -1
-
-
-def _resolve(ex: Exchange) -> None:
-    if ex.timer is not None:
-        ex.timer.cancel()
-    if not ex.future.done():
-        ex.future.set_result(None)

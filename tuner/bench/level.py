@@ -2,8 +2,9 @@
 
 The measured window starts only once every connection it needs is open and idle, so
 neither connection setup nor warmup lands in a request's TTFT. A probe coroutine
-measures how late the event loop runs meanwhile (see ``ClientLag``); the garbage
-collector is paused during the window so that its pauses do not become token gaps.
+measures how late the event loop runs meanwhile (tuner/bench/client_lag.py, ``ClientLag``);
+the garbage collector is paused during the window so that its pauses do not become token
+gaps. The level's progress for the live views is a ``LiveStats`` (tuner/bench/live.py).
 """
 
 from __future__ import annotations
@@ -12,59 +13,31 @@ import asyncio
 import gc
 import itertools
 import random
-import resource
 import time
 from dataclasses import dataclass, field
 
+from tuner.bench.client_lag import LagProbe, SendGate, involuntary_switches, summarize_lag
 from tuner.bench.http import Exchange, Pool, Target
+from tuner.bench.live import LiveStats
 from tuner.bench.load import LoadSpec, Share
 from tuner.bench.prompts import BodyBuilder, load_prompts
-from tuner.bench.records import ClientLag, RequestRecord
+from tuner.bench.records import RequestRecord
 from tuner.errors import BenchmarkError
+
+__all__ = [
+    "LiveStats",
+    "Window",
+    "make_builder",
+    "measure_in_process",
+    "prepare",
+    "run_window",
+    "summarize_lag",
+    "to_record",
+    "warm_up",
+]
 
 _perf = time.perf_counter
 _WARMUP_INDEX = 1 << 40  # warmup prompts never repeat a measured one, nor an earlier window's
-_LAG_INTERVAL_S = 0.005
-_SEND_BUDGET_S = 0.001
-
-
-@dataclass
-class LiveStats:
-    """Progress of the running level, for a live view; written by the runner, read by anyone."""
-
-    phase: str = "starting"
-    concurrency: int = 0
-    planned: int | None = None
-    sent: int = 0
-    completed: int = 0
-    errors: int = 0
-    in_flight: int = 0
-    chunks: int = 0
-    chunks_done: int = 0
-    output_tokens: int = 0
-    window_start: float | None = None
-    last_error: str | None = None
-    lag_max_s: float = 0.0
-
-    def reset(self) -> None:
-        """Zero the counters for a new attempt at the same level."""
-        fresh = LiveStats(concurrency=self.concurrency, planned=self.planned)
-        self.__dict__.update(fresh.__dict__)
-
-    def add(self, other: LiveStats) -> None:
-        """Fold a worker's counters into this one (the phase stays)."""
-        for name in (
-            "sent",
-            "completed",
-            "errors",
-            "in_flight",
-            "chunks",
-            "chunks_done",
-            "output_tokens",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.lag_max_s = max(self.lag_max_s, other.lag_max_s)
-        self.last_error = other.last_error or self.last_error
 
 
 @dataclass
@@ -285,7 +258,7 @@ async def run_window(
     probe_task = asyncio.ensure_future(probe.run())
     live.phase = "measuring"
     live.window_start = t0
-    cpu0, wall0, switches0 = time.process_time(), _perf(), _involuntary_switches()
+    cpu0, wall0, switches0 = time.process_time(), _perf(), involuntary_switches()
     gc_was_enabled = gc.isenabled()
     gc.freeze()
     gc.disable()
@@ -303,84 +276,11 @@ async def run_window(
     wall = _perf() - wall0
     cpu = time.process_time() - cpu0
     busy = cpu / wall if wall > 0 else 0.0
-    preempted = _involuntary_switches() - switches0
+    preempted = involuntary_switches() - switches0
     t_end = max(last_done, t0)
     live.chunks = live.chunks_done
     live.phase = "done"
     return Window(records, t0, t_end, probe.samples, busy, cpu, peak, preempted, live)
-
-
-class SendGate:
-    """Sends take at most ``budget_s`` of one event-loop pass, so reads are not held up.
-
-    A level that starts all its streams at once would otherwise send every request in
-    one pass of the loop (256 sends take several milliseconds on a small core) while
-    the first answers already wait, unread and unstamped, in the kernel.
-    """
-
-    def __init__(self, budget_s: float = _SEND_BUDGET_S) -> None:
-        self.budget_s = budget_s
-        self.pass_start: float | None = None
-
-    async def turn(self) -> None:
-        while self.pass_start is not None and _perf() - self.pass_start > self.budget_s:
-            await asyncio.sleep(0)  # resume in the next pass, after the loop polled
-        if self.pass_start is None:
-            self.pass_start = _perf()
-            asyncio.get_running_loop().call_soon(self._new_pass)
-
-    def _new_pass(self) -> None:
-        self.pass_start = None
-
-
-class LagProbe:
-    """Sleeps a few milliseconds at a time and records how late each wake-up comes."""
-
-    def __init__(self, pool: Pool, live: LiveStats, interval_s: float = _LAG_INTERVAL_S) -> None:
-        self.pool = pool
-        self.live = live
-        self.interval_s = interval_s
-        self.samples: list[float] = []
-        self.stop = False
-
-    async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        interval = self.interval_s
-        live = self.live
-        wakes = 0
-        while not self.stop:
-            before = loop.time()
-            await asyncio.sleep(interval)
-            lag = loop.time() - before - interval
-            self.samples.append(lag)
-            if lag > live.lag_max_s:
-                live.lag_max_s = lag
-            wakes += 1
-            if wakes % 50 == 0:  # a quarter second: cheap enough to count streaming chunks
-                live.chunks = live.chunks_done + self.pool.chunks_in_flight()
-
-
-def _involuntary_switches() -> int:
-    """How often the OS took the CPU from this process to run another one."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
-
-
-def summarize_lag(
-    samples: list[float], busy: float, cpu_s: float = 0.0, preempted: int = 0
-) -> ClientLag:
-    if not samples:
-        return ClientLag(busy=busy, cpu_s=cpu_s, preempted=preempted)
-    ordered = sorted(max(0.0, s) for s in samples)
-    n = len(ordered)
-    return ClientLag(
-        max_s=ordered[-1],
-        p99_s=ordered[min(n - 1, int(0.99 * n))],
-        p50_s=ordered[n // 2],
-        samples=n,
-        busy=busy,
-        cpu_s=cpu_s,
-        preempted=preempted,
-    )
 
 
 async def measure_in_process(

@@ -7,8 +7,8 @@ is), ``procfs`` (fast /proc reads, safe signals), ``tree`` (finding and stopping
 the process tree), ``logfile``/``progress`` (following the log), ``load_phases``
 (the phases of a load, from vLLM's log lines), ``shm`` (/dev/shm leftovers),
 ``gpu_hygiene`` (GPU hygiene), ``registry`` (stop at exit), ``server`` (start and
-wait), ``teardown`` (the stop and its ``StopReport``) and ``reap``. See
-docs/launcher.md.
+wait; ``spawn``: the process itself, ``exit_reason``: why it died before it was healthy),
+``teardown`` (the stop and its ``StopReport``) and ``reap``. See docs/launcher.md.
 """
 
 from tuner.launcher.gpu_hygiene import check_gpu_memory_back, ensure_gpus_idle

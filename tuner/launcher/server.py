@@ -2,42 +2,40 @@
 
 Start: a new session (so Ctrl-C in tuner's terminal does not reach it and its
 whole tree can be found), output appended to the launch's log file, the launch
-marker in its environment, CPU affinity inherited from the spawning thread.
-Wait: poll ``/health`` from a thread while the caller's loop watches the process
-(exit noticed within ~0.1 s) and follows the log for progress. Stop: end the
-watcher, then ``teardown.py`` (the tree, shared memory, the GPUs' memory, the
-``StopReport``), then the log's footer. ``StopReport`` is re-exported from here.
+marker in its environment, CPU affinity inherited from the spawning thread
+(``spawn.py``). Wait: poll ``/health`` from a thread while the caller's loop watches
+the process (exit noticed within ~0.1 s; why it exited: ``exit_reason.py``) and follows
+the log for progress. Stop: end the watcher, then ``teardown.py`` (the tree, shared
+memory, the GPUs' memory, the ``StopReport``), then the log's footer. ``StopReport``,
+``early_exit_reason`` and ``REASON_TAIL_LINES`` are re-exported from here.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
 import shlex
-import signal
 import socket
 import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
 
 import httpx
 import psutil
 
 from tuner.errors import LaunchError, PortTakenError
 from tuner.launcher import registry
+from tuner.launcher.exit_reason import REASON_TAIL_LINES, early_exit_error, early_exit_reason
 from tuner.launcher.gpu_hygiene import memory_snapshot
 from tuner.launcher.identity import MARKER_ENV, ProcessIdentity
 from tuner.launcher.logfile import LogFollower, read_tail
 from tuner.launcher.procfs import describe, read_stat
-from tuner.launcher.progress import LoadProgress, error_line
+from tuner.launcher.progress import LoadProgress
 from tuner.launcher.shm import SHM_DIR, ShmTracker
+from tuner.launcher.spawn import check_affinity, log_header, open_log, spawn
 from tuner.launcher.spec import LaunchSpec, port_in_use, port_listeners
 from tuner.launcher.teardown import NOTHING_TO_STOP, StopReport, Teardown, peek_exit_code
 from tuner.launcher.tree import ProcessTree
@@ -50,7 +48,6 @@ __all__ = ["REASON_TAIL_LINES", "WAIT_STEP_S", "ServerProcess", "StopReport", "e
 logger = logging.getLogger("tuner.launcher")
 
 WAIT_STEP_S = 0.1  # how often wait_healthy looks at the process: the exit-detection latency
-REASON_TAIL_LINES = 400  # the end of the log searched for why a server died
 
 
 class ServerProcess:
@@ -146,12 +143,12 @@ class ServerProcess:
             env = spec.child_env()
             env[MARKER_ENV] = self.marker
             spec.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with _open_log(spec.log_path) as log:
-                log.write(self._header().encode())
+            with open_log(spec.log_path) as log:
+                log.write(log_header(spec, self.marker).encode())
                 log.flush()
                 self._log_offset = log.tell()
                 self._started_at = time.monotonic()
-                popen = self._spawn(env, log)
+                popen = spawn(spec, env, log)
             # From here on the process exists: make it stoppable before anything else.
             self._popen = popen
             stat = read_stat(popen.pid)  # our unreaped child: readable even if it exited
@@ -164,7 +161,7 @@ class ServerProcess:
             registry.register(self)
             registry.install_signal_handlers()
             self._identity = self._capture_identity()
-            self._check_affinity()
+            check_affinity(popen.pid, spec.cpus)
             self._watcher = threading.Thread(
                 target=self._watch, name=f"tuner-watch-{popen.pid}", daemon=True
             )
@@ -183,68 +180,6 @@ class ServerProcess:
                 pid=pid, pgid=pid, create_time=time.time(), cmdline=tuple(self.spec.argv),
                 hostname=socket.gethostname(), marker=self.marker,
             )  # fmt: skip
-
-    def _header(self) -> str:
-        spec = self.spec
-        when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        # The values of secret-looking flags as ***: the log tail goes into the study.
-        argv = shlex.join(redact_argv(spec.argv))
-        lines = [f"# tuner: launch {self.marker} at {when}", f"# argv: {argv}"]
-        if spec.env:
-            # Names only: a fixed server env may hold tokens; the values are in the study.
-            lines.append(f"# env set: {' '.join(sorted(spec.env))}")
-        if spec.unset:
-            lines.append(f"# env unset: {' '.join(sorted(spec.unset))}")
-        return "\n".join(lines) + "\n"
-
-    def _spawn(self, env: dict[str, str], log: BinaryIO) -> subprocess.Popen[bytes]:
-        spec = self.spec
-        saved: set[int] | None = None
-        if spec.cpus:
-            # Affinity without a shell and without preexec_fn (unsafe with threads): a
-            # child inherits the mask of the thread that forks it, so pin this thread
-            # around the fork only. On Linux, pid 0 here means the calling thread.
-            saved = os.sched_getaffinity(0)
-            try:
-                os.sched_setaffinity(0, spec.cpus)
-            except OSError as exc:
-                raise LaunchError(
-                    f"cannot pin the server to CPUs {spec.cpus}: {exc.strerror}; "
-                    f"this process may use CPUs {sorted(saved)}"
-                ) from exc
-        try:
-            return subprocess.Popen(
-                spec.argv,
-                env=env,
-                cwd=spec.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except FileNotFoundError as exc:
-            missing = exc.filename or spec.argv[0]
-            raise LaunchError(f"cannot start the server: {missing}: no such file") from exc
-        except PermissionError as exc:
-            raise LaunchError(
-                f"cannot start the server: {spec.argv[0]}: permission denied"
-            ) from exc
-        except OSError as exc:
-            raise LaunchError(f"cannot start the server: {exc}") from exc
-        finally:
-            if saved is not None:
-                os.sched_setaffinity(0, saved)
-
-    def _check_affinity(self) -> None:
-        if not self.spec.cpus or self._popen is None:
-            return
-        try:
-            proc = psutil.Process(self._popen.pid)
-            if set(proc.cpu_affinity() or ()) != set(self.spec.cpus):
-                proc.cpu_affinity(list(self.spec.cpus))
-        except psutil.Error:
-            pass  # already gone: wait_healthy will say why
 
     def _watch(self) -> None:
         # Keep the tree up to date while the server runs, so a process that later
@@ -329,12 +264,7 @@ class ServerProcess:
     def _early_exit_error(self, code: int) -> LaunchError:
         # vLLM's root cause (the worker's ValueError) can be 150 lines above the end, under
         # the tracebacks of the processes that wrap it: look further back for the reason.
-        tail = self.log_tail(REASON_TAIL_LINES)
-        reason = early_exit_reason(code, tail)
-        # A port taken between the runner's pick and the server's bind (another server or
-        # a client's ephemeral port on this host): the host's doing, not the settings'.
-        error = PortTakenError if _PORT_TAKEN.search(_without_tuner_lines(tail)) else LaunchError
-        return error(reason, exit_code=code, log_tail=self.log_tail())
+        return early_exit_error(code, self.log_tail(REASON_TAIL_LINES), self.log_tail())
 
     def _warn_if_port_not_ours(self) -> None:
         # Best effort: a stranger on the port would be benchmarked instead of our
@@ -426,36 +356,3 @@ class ServerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _open_log(path: Path) -> BinaryIO:
-    """The launch's log, opened to append; a new one is readable by its owner only."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    return os.fdopen(fd, "ab")
-
-
-def early_exit_reason(code: int, log_tail: str) -> str:
-    """Why a server that exited before it was healthy failed, as the launch and the trial
-    record it (and ``tuner trials`` / ``tuner show`` print it): how it ended, then the most
-    telling line of its log tail (``error_line``), tuner's own lines left out."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        reason = f"server was killed by {name} before it was healthy"
-        if -code == signal.SIGKILL:
-            reason += " (out of host memory?)"
-    else:
-        reason = f"server exited with code {code} before it was healthy"
-    line = error_line(_without_tuner_lines(log_tail))
-    return f"{reason}: {line}" if line else reason
-
-
-_PORT_TAKEN = re.compile(r"address already in use|\bEADDRINUSE\b|\[Errno 98\]", re.IGNORECASE)
-_OWN_LINES = ("# tuner:", "# argv:", "# env set:", "# env unset:")
-
-
-def _without_tuner_lines(tail: str) -> str:
-    """The tail without the lines tuner itself wrote around the server's output."""
-    return "\n".join(line for line in tail.splitlines() if not line.startswith(_OWN_LINES))

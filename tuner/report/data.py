@@ -9,28 +9,36 @@ benchmarking, what a load costs per fidelity (its phases from the server's log:
 study/facts/load_costs), the failures, the cost plan the sweep said after the baseline
 in full (study/run/plan_launch.said_plan), a Pareto front only for a study with several
 objectives, and, when asked, the study beside others (views/compare_studies). Every
-value is read from the store, where secrets are already redacted.
+value is read from the store, where secrets are already redacted. The figures per launch
+and configuration are gathered in tuner/report/launches.py, the failed trials and the
+Pareto front in tuner/report/trials.py; this module joins them with the answer.
 The renderer (tuner/report/html.py) draws this data and computes nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import optuna
-from optuna.trial import TrialState
 
 from tuner.errors import NoAnswerError
+from tuner.report.launches import (
+    ConfigCurve,
+    HistoryPoint,
+    LaunchTiming,
+    LevelPoint,
+    curves,
+    history,
+    timings,
+)
 from tuner.report.telemetry import TelemetryChart, telemetry_charts
-from tuner.space.settings import canonical_value, changed_from_defaults
+from tuner.report.trials import Failure, Pareto, ParetoPoint, failures, pareto
+from tuner.space.settings import canonical_value
 from tuner.stats import NOT_SETTLED
-from tuner.storage import LaunchRow, LaunchStatus, Store
+from tuner.storage import LaunchRow, LaunchStatus
 from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
 from tuner.study.facts import analysis
@@ -42,23 +50,30 @@ from tuner.views.compare_studies import StudiesComparison, compare_studies
 from tuner.views.plan_text import plan_lines
 from tuner.views.study_access import open_study
 
+__all__ = [
+    "ConfigCurve",
+    "Effect",
+    "Failure",
+    "HistoryPoint",
+    "LaunchTiming",
+    "LevelPoint",
+    "NoiseBand",
+    "Pareto",
+    "ParetoPoint",
+    "ReportData",
+    "build_report",
+    "curves",
+    "effects",
+    "failures",
+    "history",
+    "noise_band",
+    "pareto",
+    "timings",
+    "verdict_sentence",
+]
+
 EFFECT_SEED = 0
 """The effects' posterior draws are seeded: the same study gives the same report."""
-
-
-@dataclass(frozen=True)
-class HistoryPoint:
-    """One measured launch in the order of trials."""
-
-    trial: int
-    role: str
-    status: str
-    """complete, or pruned (measured for fewer rounds)."""
-    value: float
-    stderr: float | None
-    changed: str
-    fidelity: str | None = None
-    """``screen`` for a screening launch (random weights: it searched, never decided)."""
 
 
 @dataclass(frozen=True)
@@ -83,70 +98,6 @@ class Effect:
     p_effect: float
     """The share of posterior draws in which the setting has any effect at all."""
     launches: int
-
-
-@dataclass(frozen=True)
-class LevelPoint:
-    """A configuration at one concurrency, averaged over its launches and rounds."""
-
-    concurrency: int
-    throughput: float | None
-    ttft_p50: float | None
-    ttft_p99: float | None
-    tpot_p50: float | None
-    tpot_p99: float | None
-
-
-@dataclass(frozen=True)
-class ConfigCurve:
-    """Throughput and latency against concurrency for one named configuration."""
-
-    label: str
-    trial: int | None
-    points: tuple[LevelPoint, ...]
-
-
-@dataclass(frozen=True)
-class LaunchTiming:
-    """Where one launch's time went, in seconds (None: not recorded)."""
-
-    trial: int | None
-    role: str
-    status: str
-    load_s: float
-    warmup_s: float
-    benchmark_s: float
-    stop_s: float
-    other_s: float
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A trial that failed, was pruned, or was not launched, with why."""
-
-    trial: int
-    state: str
-    role: str
-    launched: bool
-    changed: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class ParetoPoint:
-    trial: int
-    x: float
-    y: float
-    on_front: bool
-
-
-@dataclass(frozen=True)
-class Pareto:
-    """The first two objectives of a multi-objective study, its front marked."""
-
-    names: tuple[str, str]
-    directions: tuple[str, str]
-    points: tuple[ParetoPoint, ...]
 
 
 @dataclass(frozen=True)
@@ -257,32 +208,6 @@ def _after(prefix: str, text: str) -> str:
     return text[len(prefix) :] if text.startswith(prefix) else text
 
 
-def _label(params: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in changed_from_defaults(params).items()) or "defaults"
-
-
-def history(launches: Iterable[LaunchRow]) -> tuple[HistoryPoint, ...]:
-    """Every measured launch of a trial, in trial order."""
-    points = []
-    for row in launches:
-        if row.trial_number is None or row.objective_mean is None:
-            continue
-        if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
-            continue
-        points.append(
-            HistoryPoint(
-                trial=row.trial_number,
-                role=row.role,
-                status=row.status,
-                value=row.objective_mean,
-                stderr=row.objective_se,
-                changed=_label(row.params),
-                fidelity=row.fidelity,
-            )
-        )
-    return tuple(sorted(points, key=lambda p: p.trial))
-
-
 def noise_band(facts: analysis.StudyAnalysis) -> NoiseBand | None:
     """The baseline's mean ± 2 s.d. of the between-launch noise (None without either)."""
     baseline = facts.baseline
@@ -361,128 +286,3 @@ def _first_launches(
         if row is not None:
             out.append((label, row))
     return out
-
-
-def curves(
-    store: Store, launches: Sequence[LaunchRow], named: Sequence[tuple[str, ConfigEntry]]
-) -> tuple[ConfigCurve, ...]:
-    """Throughput and TTFT/TPOT p50 and p99 at each concurrency, averaged over the completed
-    launches (every round) of the baseline, best and recommended configurations."""
-    out = []
-    for label, entry in named:
-        rows = [
-            r
-            for r in launches
-            if r.config_hash == entry.config and r.status == LaunchStatus.COMPLETE
-        ]
-        by_level: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
-        for row in rows:
-            for level in store.levels(row.id):
-                by_level[level.concurrency].append(level.summary)
-        points = tuple(
-            LevelPoint(
-                concurrency=c,
-                throughput=_mean(s.get("output_throughput") for s in summaries),
-                ttft_p50=_mean(_stat(s, "ttft_ms", "p50") for s in summaries),
-                ttft_p99=_mean(_stat(s, "ttft_ms", "p99") for s in summaries),
-                tpot_p50=_mean(_stat(s, "tpot_ms", "p50") for s in summaries),
-                tpot_p99=_mean(_stat(s, "tpot_ms", "p99") for s in summaries),
-            )
-            for c, summaries in sorted(by_level.items())
-        )
-        if points:
-            out.append(ConfigCurve(label=label, trial=entry.trial, points=points))
-    return tuple(out)
-
-
-def _stat(summary: Mapping[str, Any], family: str, stat: str) -> Any:
-    values = summary.get(family)
-    return values.get(stat) if isinstance(values, Mapping) else None
-
-
-def _mean(values: Iterable[Any]) -> float | None:
-    kept = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-    return sum(kept) / len(kept) if kept else None
-
-
-def timings(store: Store, launches: Sequence[LaunchRow]) -> tuple[LaunchTiming, ...]:
-    """Each finished launch's time: load (to healthy; to the failure when it never was),
-    warm-up and connection setup, benchmark (the measured windows), stop, and the rest."""
-    out = []
-    for row in launches:
-        if row.finished_at is None or row.trial_number is None:
-            continue
-        total = max(0.0, (row.finished_at - row.started_at).total_seconds())
-        # The capacity search's levels are benchmark time too (not curve points).
-        levels = [*store.levels(row.id), *store.levels(row.id, capacity_search=True)]
-        benchmark = sum(level.duration_s for level in levels)
-        warmup = sum(
-            max(0.0, float(level.summary.get("wall_s", level.duration_s)) - level.duration_s)
-            for level in levels
-        )
-        stop = float((row.cleanup or {}).get("seconds") or 0.0)
-        if row.seconds_to_healthy is not None:
-            load = row.seconds_to_healthy
-        else:  # never healthy: the time until it failed is the load that did not finish
-            load = max(0.0, total - stop - benchmark - warmup)
-        other = max(0.0, total - load - warmup - benchmark - stop)
-        out.append(
-            LaunchTiming(
-                trial=row.trial_number,
-                role=row.role,
-                status=row.status,
-                load_s=load,
-                warmup_s=warmup,
-                benchmark_s=benchmark,
-                stop_s=stop,
-                other_s=other,
-            )
-        )
-    return tuple(out)
-
-
-def failures(
-    trials: Sequence[optuna.trial.FrozenTrial], launches: Sequence[LaunchRow]
-) -> tuple[Failure, ...]:
-    """Failed and pruned trials (launched or not) with their reasons."""
-    reasons = {r.trial_number: r.reason for r in launches if r.trial_number is not None}
-    out = []
-    for t in trials:
-        if t.state not in (TrialState.FAIL, TrialState.PRUNED):
-            continue
-        out.append(
-            Failure(
-                trial=t.number,
-                state=t.state.name.lower(),
-                role=str(t.user_attrs.get(attrs.ROLE, attrs.SEARCH)),
-                launched=bool(t.user_attrs.get(attrs.LAUNCHED, t.number in reasons)),
-                changed=_label(t.user_attrs.get(attrs.PARAMS) or {}),
-                reason=str(
-                    t.user_attrs.get(attrs.REASON) or reasons.get(t.number) or "no reason recorded"
-                ),
-            )
-        )
-    return tuple(out)
-
-
-def pareto(study: optuna.Study) -> Pareto | None:
-    """The first two objectives of a study with several, its Pareto front marked.
-
-    tuner's own studies have one objective today (several are not built: README,
-    Missing); then there is no front, and the report leaves the section out.
-    """
-    directions = study.directions
-    if len(directions) < 2:
-        return None
-    names = study.metric_names or [f"objective {i}" for i in range(len(directions))]
-    front = {t.number for t in study.best_trials}
-    points = tuple(
-        ParetoPoint(t.number, float(t.values[0]), float(t.values[1]), t.number in front)
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if t.values is not None
-    )
-    return Pareto(
-        names=(names[0], names[1]),
-        directions=(directions[0].name.lower(), directions[1].name.lower()),
-        points=points,
-    )

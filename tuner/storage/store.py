@@ -1,6 +1,8 @@
 """The study database's API: every read and write of tuner's tables, one ``Store`` per URL.
 
-The tables themselves are in tuner/storage/tables.py. Values that look like secrets are
+The tables themselves are in tuner/storage/tables.py; the levels, requests and samples
+are read and written by ``Measurements`` (measurements.py), the claims and worker rows by
+``Coordination`` (coordination.py), both mixed into ``Store``. Values that look like secrets are
 redacted before they are written (``redact_env``, ``redact_argv``, from tuner/secrets.py);
 a new SQLite file is created readable by its owner only, and errors show the URL with
 its password hidden. ``Store(url, read_only=True)`` is the commands that only read: it
@@ -10,11 +12,9 @@ locked, read-only or foreign database is one line that says what to do, either w
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import create_engine, delete, event, func, insert, or_, select, update
+from sqlalchemy import create_engine, delete, event, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,25 +30,31 @@ from tuner.secrets import (
     sqlite_file,
 )
 from tuner.storage import health, schema
+from tuner.storage.coordination import Coordination, as_utc
 from tuner.storage.driver import missing_driver
+from tuner.storage.measurements import Measurements
 from tuner.storage.tables import (
     ClaimRow,
     LaunchRow,
     LaunchStatus,
-    LevelRow,
-    RequestRow,
-    SampleRow,
     ServerIdentityRecord,
     StudyRow,
     WorkerRow,
-    utcnow,
 )
 
 DEFAULT_STORAGE = "sqlite:///experiments.db"
 SQLITE_BUSY_TIMEOUT_S = 60
 """How long a SQLite write waits for another writer (tuner's engine and optuna's alike)."""
 
-__all__ = ["DEFAULT_STORAGE", "REDACTED", "Store", "make_engine", "redact_argv", "redact_env"]
+__all__ = [
+    "DEFAULT_STORAGE",
+    "REDACTED",
+    "Store",
+    "as_utc",
+    "make_engine",
+    "redact_argv",
+    "redact_env",
+]
 
 
 def make_engine(url: str) -> Engine:
@@ -82,7 +88,7 @@ def make_engine(url: str) -> Engine:
         ) from exc
 
 
-class Store:
+class Store(Measurements, Coordination):
     """All reads and writes of tuner's tables; one instance per storage URL.
 
     ``read_only``: for the commands that only read. The database must exist (a missing
@@ -248,178 +254,6 @@ class Store:
                 for r in s.scalars(query)
             ]
 
-    # --- levels, requests, samples --------------------------------------------------------
-
-    def add_level(
-        self,
-        launch_id: int,
-        *,
-        round_index: int,
-        summary: Mapping[str, Any],
-        requests: Sequence[Mapping[str, Any]],
-        server_metrics: Mapping[str, Any] | None = None,
-        gpu_summary: Mapping[str, Any] | None = None,
-        flagged: str | None = None,
-        capacity_search: bool = False,
-    ) -> int:
-        """Store a level's summary and every raw request record in one transaction.
-
-        ``capacity_search``: a level the capacity search chose, kept apart from the fixed
-        levels of ``benchmark.concurrency`` (``levels``/``levels_of`` leave it out)."""
-        with self.session() as s, s.begin():
-            row = LevelRow(
-                launch_id=launch_id,
-                round=round_index,
-                concurrency=int(summary["concurrency"]),
-                completed=int(summary["completed"]),
-                errors=int(summary["errors"]),
-                duration_s=float(summary.get("duration_s") or 0.0),
-                output_throughput=summary.get("output_throughput"),
-                summary=dict(summary),
-                server_metrics=dict(server_metrics) if server_metrics else None,
-                gpu_summary=dict(gpu_summary) if gpu_summary else None,
-                flagged=flagged,
-                capacity_search=capacity_search,
-            )
-            s.add(row)
-            s.flush()
-            if requests:
-                s.execute(insert(RequestRow), [{**r, "level_id": row.id} for r in requests])
-            return row.id
-
-    def levels(self, launch_id: int, *, capacity_search: bool = False) -> list[LevelRow]:
-        """A launch's fixed levels, or (``capacity_search``) those its capacity search chose."""
-        query = (
-            select(LevelRow)
-            .where(LevelRow.launch_id == launch_id, _level_kind(capacity_search))
-            .order_by(LevelRow.id)
-        )
-        with self.session() as s:
-            return list(s.scalars(query))
-
-    def levels_of(
-        self, launch_ids: Sequence[int], *, capacity_search: bool = False
-    ) -> list[LevelRow]:
-        """The levels of several launches in one query (a study's, for a summary)."""
-        if not launch_ids:
-            return []
-        query = (
-            select(LevelRow)
-            .where(LevelRow.launch_id.in_(list(launch_ids)), _level_kind(capacity_search))
-            .order_by(LevelRow.id)
-        )
-        with self.session() as s:
-            return list(s.scalars(query))
-
-    def requests(self, level_id: int) -> list[RequestRow]:
-        query = select(RequestRow).where(RequestRow.level_id == level_id).order_by(RequestRow.idx)
-        with self.session() as s:
-            return list(s.scalars(query))
-
-    def add_samples(self, launch_id: int, rows: Iterable[Mapping[str, Any]]) -> None:
-        batch = [{**r, "launch_id": launch_id} for r in rows]
-        if batch:
-            with self.session() as s, s.begin():
-                s.execute(insert(SampleRow), batch)
-
-    def samples(self, launch_id: int, kind: str | None = None) -> list[SampleRow]:
-        query = select(SampleRow).where(SampleRow.launch_id == launch_id).order_by(SampleRow.id)
-        if kind is not None:
-            query = query.where(SampleRow.kind == kind)
-        with self.session() as s:
-            return list(s.scalars(query))
-
-    # --- coordination of workers (docs/distributed.md) ------------------------------------
-
-    def claim(self, study: str, kind: str, key: str, worker: str) -> bool:
-        """Claim ``kind``/``key`` for ``worker``: True for the one worker whose INSERT wins.
-
-        The unique constraint decides, on SQLite and PostgreSQL alike: a second claim of
-        the same key fails with an IntegrityError, which means someone else has it.
-        """
-        try:
-            with self.session() as s, s.begin():
-                s.add(ClaimRow(study=study, kind=kind, key=key, worker=worker))
-            return True
-        except IntegrityError:
-            return False
-
-    def claim_holder(self, study: str, kind: str, key: str) -> str | None:
-        """The worker that holds ``kind``/``key`` now (None: nobody claimed it)."""
-        query = select(ClaimRow.worker).where(
-            ClaimRow.study == study, ClaimRow.kind == kind, ClaimRow.key == key
-        )
-        with self.session() as s:
-            return s.scalar(query)
-
-    def take_over_claim(self, study: str, kind: str, key: str, *, holder: str, worker: str) -> bool:
-        """Hand ``kind``/``key`` from ``holder`` to ``worker``: True for the one worker whose
-        UPDATE changed the row.
-
-        The row changes only while ``holder`` still holds it, so of two workers that take
-        over the same claim at once one wins: PostgreSQL makes the second UPDATE wait for
-        the first and then finds the holder changed; SQLite runs one writer at a time.
-        """
-        query = (
-            update(ClaimRow)
-            .where(
-                ClaimRow.study == study,
-                ClaimRow.kind == kind,
-                ClaimRow.key == key,
-                ClaimRow.worker == holder,
-            )
-            .values(worker=worker, created_at=utcnow())
-        )
-        with self.session() as s, s.begin():
-            changed = s.connection().execute(query).rowcount
-        return changed == 1
-
-    def claimed(self, study: str, kind: str) -> dict[str, str]:
-        """Every claim of ``kind`` in a study: key -> the worker that won it."""
-        query = select(ClaimRow).where(ClaimRow.study == study, ClaimRow.kind == kind)
-        with self.session() as s:
-            return {r.key: r.worker for r in s.scalars(query)}
-
-    def db_now(self) -> dt.datetime:
-        """The database's clock (UTC): heartbeats are written and aged with it, not the hosts'."""
-        with self.session() as s:
-            return as_utc(s.scalar(select(func.current_timestamp())))
-
-    def register_worker(
-        self, study: str, worker: str, *, host: str, fingerprint: str, hardware: dict[str, Any]
-    ) -> None:
-        """Add this worker's row (started and beating now, by the database's clock)."""
-        now = func.current_timestamp()
-        facts = dict(host=host, fingerprint=fingerprint, hardware=hardware, heartbeat_at=now)
-        try:
-            with self.session() as s, s.begin():
-                row = dict(study=study, worker=worker, started_at=now, **facts)
-                s.execute(insert(WorkerRow).values(**row))
-        except IntegrityError:  # the same process runs the study again (tests, a library user)
-            with self.session() as s, s.begin():
-                s.execute(
-                    update(WorkerRow)
-                    .where(WorkerRow.study == study, WorkerRow.worker == worker)
-                    .values(started_at=now, stopped_at=None, **facts)
-                )
-
-    def heartbeat(self, study: str, worker: str, *, stopped: bool = False) -> None:
-        """The worker is alive (or, with ``stopped``, has exited cleanly)."""
-        values: dict[str, Any] = {"heartbeat_at": func.current_timestamp()}
-        if stopped:
-            values["stopped_at"] = func.current_timestamp()
-        with self.session() as s, s.begin():
-            s.execute(
-                update(WorkerRow)
-                .where(WorkerRow.study == study, WorkerRow.worker == worker)
-                .values(**values)
-            )
-
-    def workers(self, study: str) -> list[WorkerRow]:
-        query = select(WorkerRow).where(WorkerRow.study == study).order_by(WorkerRow.id)
-        with self.session() as s:
-            return list(s.scalars(query))
-
     def check_writable(self) -> None:
         """Raise StoreError unless a write to the database goes through."""
         try:
@@ -429,27 +263,6 @@ class Store:
             raise StoreError(
                 f"storage {safe_url(self.url)!r} is not writable: {scrub_url(str(exc), self.url)}"
             ) from exc
-
-
-def _level_kind(capacity_search: bool) -> Any:
-    """Fixed levels (NULL in rows older than schema 3) or the capacity search's."""
-    if capacity_search:
-        return LevelRow.capacity_search.is_(True)
-    return or_(LevelRow.capacity_search.is_(None), LevelRow.capacity_search.is_(False))
-
-
-def as_utc(value: dt.datetime | str | None) -> dt.datetime:
-    """A timestamp read back from either database as an aware UTC datetime.
-
-    SQLite keeps ``CURRENT_TIMESTAMP`` as naive UTC text; PostgreSQL returns it aware.
-    """
-    if value is None:
-        raise StoreError("the database returned no timestamp")
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.timezone.utc)
-    return value.astimezone(dt.timezone.utc)
 
 
 def _shown(url: str, exc: BaseException) -> str:

@@ -4,7 +4,7 @@
 writes work and whether NVLink joins them (``nvmlDeviceGetP2PStatus``), and the PCIe
 path between them (``nvmlDeviceGetTopologyCommonAncestor``); for every GPU its active
 NVLink links (``nvmlDeviceGetNvLinkState``). Where ``nvidia-smi`` exists, its ``topo -m``
-matrix is read too (``parse_topo_matrix``): it names NVSwitch bonds (``NV18``) that
+matrix is read too (tuner/telemetry/topo_smi.py): it names NVSwitch bonds (``NV18``) that
 NVML's per-pair answer does not count. A machine without NVML gets ``None`` with the
 reason, never an exception: the topology is a fact tuner uses when it has it.
 
@@ -17,9 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
-import shutil
-import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +24,18 @@ from typing import Any
 
 from tuner.errors import ConfigError
 from tuner.telemetry.gpu import init_failure_reason
+from tuner.telemetry.topo_smi import count_rows, parse_topo_matrix, run_nvidia_smi
+
+__all__ = [
+    "PCIE_LEVELS",
+    "PairLink",
+    "Topology",
+    "TopologyRead",
+    "load_topology_file",
+    "parse_topo_matrix",
+    "read_topology",
+    "run_nvidia_smi",
+]
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +44,6 @@ log = logging.getLogger(__name__)
 PCIE_LEVELS: dict[int, str] = {0: "BOARD", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # nvmlGpuP2PCapsIndex_t and NVML_P2P_STATUS_OK, likewise.
 _P2P_READ, _P2P_WRITE, _P2P_NVLINK, _P2P_OK = 0, 1, 2, 0
-_SMI_TIMEOUT_S = 15.0
-_CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
 
 SmiRunner = Callable[[], "str | None"]
 
@@ -179,7 +186,7 @@ class Topology:
     def from_smi(cls, text: str, source: str = "nvidia-smi") -> Topology:
         """A topology from ``nvidia-smi topo -m`` text alone (P2P status unknown)."""
         cells = parse_topo_matrix(text)
-        gpus = 1 + max((max(a, b) for a, b in cells), default=_count_rows(text) - 1)
+        gpus = 1 + max((max(a, b) for a, b in cells), default=count_rows(text) - 1)
         pairs = tuple(PairLink(a, b, smi=cell) for (a, b), cell in sorted(cells.items()))
         return cls(gpus=gpus, pairs=pairs, source=source)
 
@@ -219,62 +226,6 @@ class TopologyRead:
         if "gpus" not in raw:
             return cls(None, str(raw.get("unavailable") or "not read"))
         return cls(Topology.from_json(raw))
-
-
-# --- nvidia-smi topo -m -----------------------------------------------------------------------
-
-
-def parse_topo_matrix(text: str) -> dict[tuple[int, int], str]:
-    """The GPU-to-GPU cells of ``nvidia-smi topo -m`` as ``{(a, b): "NV18" | "SYS" ...}``
-    with ``a < b``. NIC rows and columns, CPU/NUMA affinity and the legend are left out;
-    cells are split on tabs or runs of spaces, both of which nvidia-smi versions print."""
-    lines = [ln.rstrip() for ln in text.splitlines()]
-    # The header is the first line starting "GPU0" not followed by "X" (a row's self cell);
-    # some outputs indent it, vLLM's collect_env prints it flush left.
-    header_at = next((i for i, ln in enumerate(lines) if _is_header(ln.split())), None)
-    if header_at is None:
-        return {}
-    columns = lines[header_at].split()
-    gpu_cols = [c for c in columns if re.fullmatch(r"GPU\d+", c)]
-    cells: dict[tuple[int, int], str] = {}
-    for line in lines[header_at + 1 :]:
-        fields = line.split()
-        if not fields:
-            break  # the blank line before the legend
-        row = re.fullmatch(r"GPU(\d+)", fields[0])
-        if row is None:
-            continue  # a NIC row
-        a = int(row.group(1))
-        for name, cell in zip(gpu_cols, fields[1:], strict=False):
-            if not _CELL.match(cell):
-                break
-            b = int(name[3:])
-            if a != b:
-                cells[(min(a, b), max(a, b))] = cell
-    return cells
-
-
-def _is_header(fields: list[str]) -> bool:
-    return bool(fields) and fields[0] == "GPU0" and (len(fields) < 2 or fields[1] != "X")
-
-
-def _count_rows(text: str) -> int:
-    return len({m.group(1) for m in re.finditer(r"^\s*GPU(\d+)\s+X\b", text, re.MULTILINE)})
-
-
-def run_nvidia_smi() -> str | None:
-    """``nvidia-smi topo -m``'s output, or None where the command is missing or fails."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return None
-    try:
-        done = subprocess.run(  # noqa: S603 - a fixed argv, no shell
-            [exe, "topo", "-m"], capture_output=True, text=True, timeout=_SMI_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.debug("nvidia-smi topo -m failed: %r", exc)
-        return None
-    return done.stdout if done.returncode == 0 else None
 
 
 # --- NVML -------------------------------------------------------------------------------------
