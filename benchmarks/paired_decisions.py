@@ -16,7 +16,8 @@ Arguments: checkout, studies per case (10), relative noise sd (0.003), and ``nop
 drop sim.yaml's ``probe:`` section (the local search, plateau and futility stop then make
 the decisions the probe otherwise settles). The cases are the search benchmark's flat
 (nothing matters) and hidden-gain (three settings +2.5% each, +8% together). It reads the
-earlier layouts too (tuner/study/sweep.py before issue 22, tuner.config before issue 11).
+earlier layouts too (run_sweep's keywords before issue 40, tuner/study/sweep.py before
+issue 22, tuner.config before issue 11).
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def main(root: Path, studies: int, noise: float, probe: bool = True) -> None:
             from tuner.study.run.sweep import run_sweep
         except ImportError:  # before issue 22: the sweep was tuner/study/sweep.py
             from tuner.study.sweep import run_sweep  # type: ignore[no-redef]
+        try:  # one request through the run (issue 40): the options and the seams
+            from tuner.study.run.request import RunRequest, Seams
+        except ImportError:
+            RunRequest = None  # type: ignore[assignment,misc]
 
         def recommended(storage: str) -> dict[str, Any]:
             entry = best_report(storage, "p").recommended
@@ -74,6 +79,8 @@ def main(root: Path, studies: int, noise: float, probe: bool = True) -> None:
         from tuner.config import load_space  # type: ignore[no-redef]
         from tuner.store import Store  # type: ignore[no-redef]
         from tuner.sweep import run_sweep  # type: ignore[no-redef]
+
+        RunRequest = None  # type: ignore[assignment,misc]
 
         from tuner.report import best_report  # type: ignore[no-redef]
 
@@ -99,9 +106,17 @@ def main(root: Path, studies: int, noise: float, probe: bool = True) -> None:
                     Store(storage), "p", speed=speed, seed=seed, between=noise, within=noise
                 )
                 with contextlib.redirect_stdout(io.StringIO()):
-                    result = run_sweep(
-                        load_space(path), storage=storage, n_trials=budget, seed=seed, runner=runner
-                    )
+                    if RunRequest is None:  # before issue 40: the options as keywords
+                        result = run_sweep(  # type: ignore[call-arg]
+                            load_space(path),
+                            storage=storage,
+                            n_trials=budget,
+                            seed=seed,
+                            runner=runner,
+                        )
+                    else:
+                        request = RunRequest(storage, budget, seed=seed)
+                        result = run_sweep(load_space(path), request, Seams(runner=runner))
                 launched = [
                     [r, sorted((k, str(v)) for k, v in c.items())] for r, c in runner.launched
                 ]

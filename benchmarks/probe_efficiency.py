@@ -111,6 +111,7 @@ def inside(path: Path) -> Iterator[None]:
 
 def run(case: str, seed: int, probe: bool, time_scale: float, budget: int) -> Row:
     from tuner.space.spec import load_space
+    from tuner.study.run.request import RunRequest
     from tuner.study.run.sweep import run_sweep
     from tuner.views.best import best_report
 
@@ -121,7 +122,7 @@ def run(case: str, seed: int, probe: bool, time_scale: float, budget: int) -> Ro
     storage = f"sqlite:///{root / 'experiments.db'}"
     start = time.monotonic()
     with inside(root):
-        result = run_sweep(loaded, storage=storage, n_trials=budget, seed=seed, preflight=False)
+        result = run_sweep(loaded, RunRequest(storage, budget, seed=seed, preflight=False))
     report = best_report(storage, loaded.study_name)
     changed = dict(report.recommended.changed) if report.recommended else {}
     expected = CASES[case][2]

@@ -47,8 +47,8 @@ allows it (see _enter_private_shm). Every study is bounded by its launch budget 
 wall-clock limit, and each server it starts is stopped by the sweep's launcher before
 the study returns. Keep ``--jobs 1`` on a small machine: on 2 cores two studies at once
 gave 2-3 times the round-to-round noise (0.9-1.5% sd against 0.5%) and nearly doubled
-each launch's time, so they finished hardly sooner. docs/statistics.md ("Measured")
-holds a full run and its reading.
+each launch's time, so they finished hardly sooner. docs/measurements/search-targets.md
+holds the runs and their reading.
 """
 
 from __future__ import annotations
@@ -263,8 +263,8 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         from tuner.space.spec import load_space
         from tuner.storage import LaunchStatus, Store
         from tuner.study.attrs import LAUNCHED as LAUNCHED_ATTR
+        from tuner.study.run.request import RunRequest
         from tuner.study.run.sweep import run_sweep
-        from tuner.trial.runner import RunnerOptions
         from tuner.views.best import best_report
 
         path = root / "space.yaml"
@@ -272,11 +272,7 @@ def run_study(case_name: str, seed: int, opts: Options) -> StudyResult:
         space = load_space(path)
         storage = f"sqlite:///{root / 'experiments.db'}"
         result = run_sweep(
-            space,
-            storage=storage,
-            n_trials=case.budget,
-            seed=seed,
-            runner_options=RunnerOptions(runs_dir=root / "runs"),
+            space, RunRequest(storage, case.budget, seed=seed, runs_dir=root / "runs")
         )
         out.seconds = time.monotonic() - t0
         out.stop_reason = result.stop_reason

@@ -11,6 +11,7 @@ import pytest
 from tests.integration.sweep_helpers import run_tuner, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -41,7 +42,7 @@ def test_check_plan_launches_the_defaults_once_and_records_nothing(tmp_path: Pat
 def test_check_plan_reads_a_study_that_has_its_baseline(tmp_path: Path) -> None:
     path = write_space(tmp_path, stop={"baseline_launches": 2, "patience": 8})
     storage = f"sqlite:///{tmp_path}/x.db"
-    run_sweep(load_space(path), storage=storage, n_trials=2, preflight=False)
+    run_sweep(load_space(path), RunRequest(storage, 2, preflight=False))
     done = _tuner(
         "check", "--space", str(path), "--storage", storage, "--plan", "--format", "json",
         cwd=tmp_path,

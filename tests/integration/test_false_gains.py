@@ -64,8 +64,8 @@ import yaml
 
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
-from tuner.trial.runner import RunnerOptions
 from tuner.views.best import best_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(1200)]
@@ -157,12 +157,7 @@ def run_flat_study(root: Path, seed: int) -> Outcome:
     # No pre-flight `tuner check`: it reads the command's --help, and `python -c` has
     # python's own; the sim's flags are not what this test is about.
     result = run_sweep(
-        space,
-        storage=storage,
-        n_trials=BUDGET,
-        seed=seed,
-        preflight=False,
-        runner_options=RunnerOptions(runs_dir=runs),
+        space, RunRequest(storage, BUDGET, seed=seed, preflight=False, runs_dir=runs)
     )
     seconds = time.monotonic() - started
     launches = Store(storage).launches(space.study_name)

@@ -33,6 +33,7 @@ from tests.unit.nccl_tuner_parser import lookup, parse_table
 from tuner.sim import expected_output_throughput, parse_settings
 from tuner.space.spec import load_space
 from tuner.study import attrs
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -73,7 +74,7 @@ def _write_table(tmp_path: Path) -> Path:
     path = write(tmp_path, raw)
     space = load_space(path)
     storage = f"sqlite:///{tmp_path}/probe.db"
-    run_sweep(space, storage=storage, n_trials=6, seed=0, preflight=False)
+    run_sweep(space, RunRequest(storage, 6, seed=0, preflight=False))
     best = tuner_in_process(
         "best", "--space", str(path), "--storage", storage, "--format", "nccl-tuner", cwd=tmp_path
     )
@@ -117,7 +118,7 @@ def test_a_study_of_the_table_file_launches_it_on_the_model(tmp_path: Path) -> N
     other.mkdir()
     space = load_space(write(other, raw))
     storage = f"sqlite:///{tmp_path}/table.db"
-    result = run_sweep(space, storage=storage, n_trials=6, seed=0, preflight=False)
+    result = run_sweep(space, RunRequest(storage, 6, seed=0, preflight=False))
     assert result.launched >= 3
     study = optuna.load_study(study_name=space.study_name, storage=storage)
     launched: dict[str, list[float]] = {"default": [], "table": []}

@@ -24,6 +24,7 @@ from tuner.sim import PROFILES, SimSettings
 from tuner.sim.model import ceiling_tokens_per_s
 from tuner.space.spec import load_space
 from tuner.study import attrs
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -119,7 +120,7 @@ def test_a_sweep_with_a_fake_probe_never_launches_the_slower_setting(tmp_path: P
     )
     space = load_space(path)
     storage = f"sqlite:///{tmp_path}/s.db"
-    result = run_sweep(space, storage=storage, n_trials=8, seed=0, preflight=False)
+    result = run_sweep(space, RunRequest(storage, 8, seed=0, preflight=False))
     study = optuna.load_study(study_name=space.study_name, storage=storage)
     simple = [t for t in study.trials if t.user_attrs[attrs.PARAMS]["NCCL_PROTO"] == "Simple"]
     assert simple, "the search proposes NCCL_PROTO=Simple at some point"
@@ -155,7 +156,7 @@ def test_a_kimi_nccl_study_on_the_sim_ends_with_the_baseline_launches(tmp_path: 
     raw["probe"]["prefill_sizes"] = [PREFILL]
     space = load_space(write(tmp_path, raw))
     storage = f"sqlite:///{tmp_path}/k.db"
-    result = run_sweep(space, storage=storage, n_trials=20, seed=0, preflight=False)
+    result = run_sweep(space, RunRequest(storage, 20, seed=0, preflight=False))
     assert result.stop_reason == "probe"
     assert result.launched <= space.spec.stop.baseline_launches + 2
     assert "NCCL settings cannot help at these sizes" in result.stop_detail
@@ -185,7 +186,7 @@ def test_best_s_ceiling_on_the_sim_s_kimi_is_its_truth_within_five_percent(
     raw["probe"]["memory_bandwidth_gbps"] = 17920
     space = load_space(write(tmp_path, raw))
     storage = f"sqlite:///{tmp_path}/c.db"
-    run_sweep(space, storage=storage, n_trials=20, seed=0, preflight=False)
+    run_sweep(space, RunRequest(storage, 20, seed=0, preflight=False))
     report = best_report(storage, space.study_name)
     c = report.ceiling
     assert c is not None and c.bound_tokens_per_s is not None and c.share is not None
@@ -207,7 +208,7 @@ def test_a_real_nccl_gain_on_the_sim_is_found_and_frozen_params_are_never_launch
 ) -> None:
     space = load_space(write(tmp_path, _sim_probe_space("nccl-gain", with_vllm_params=True)))
     storage = f"sqlite:///{tmp_path}/g.db"
-    result = run_sweep(space, storage=storage, n_trials=30, seed=0, preflight=False)
+    result = run_sweep(space, RunRequest(storage, 30, seed=0, preflight=False))
     # An answer, by the patience, the futility stop or an exhausted space (all exit 0).
     assert result.stop_reason in ("plateau", "futile", "exhausted")
     recommended = best_report(storage, space.study_name).recommended

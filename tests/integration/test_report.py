@@ -299,8 +299,8 @@ def _wait_for_json(url: str, server: subprocess.Popen[bytes], timeout_s: float =
 
 def test_report_of_a_study_without_a_completed_trial_exits_3(tmp_path: Path) -> None:
     from tuner.space.spec import load_space
+    from tuner.study.run.request import RunRequest
     from tuner.study.run.sweep import run_sweep
-    from tuner.trial.runner import RunnerOptions
 
     space = write_space(
         tmp_path,
@@ -308,10 +308,9 @@ def test_report_of_a_study_without_a_completed_trial_exits_3(tmp_path: Path) -> 
     )
     run_sweep(
         load_space(space),
-        storage=f"sqlite:///{tmp_path}/experiments.db",
-        n_trials=1,
-        preflight=False,
-        runner_options=RunnerOptions(runs_dir=tmp_path / "runs"),
+        RunRequest(
+            f"sqlite:///{tmp_path}/experiments.db", 1, preflight=False, runs_dir=tmp_path / "runs"
+        ),
     )
     done = _tuner("report", cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr

@@ -128,8 +128,8 @@ def test_a_server_that_prints_its_key_has_it_hidden_in_what_tuner_keeps(
     """An old vLLM logs its --api-key at start; the stored tail and the reason hide it."""
     from tuner.space.spec import load_space
     from tuner.storage import Store
+    from tuner.study.run.request import RunRequest
     from tuner.study.run.sweep import run_sweep
-    from tuner.trial.runner import RunnerOptions
 
     script = "import sys; print('args:', sys.argv[1:], flush=True); sys.exit(3)"
     space = write_space(
@@ -140,10 +140,8 @@ def test_a_server_that_prints_its_key_has_it_hidden_in_what_tuner_keeps(
         },
     )
     storage = f"sqlite:///{tmp_path}/e.db"
-    options = RunnerOptions(runs_dir=tmp_path / "runs")
-    run_sweep(
-        load_space(space), storage=storage, n_trials=1, preflight=False, runner_options=options
-    )
+    request = RunRequest(storage, 1, preflight=False, runs_dir=tmp_path / "runs")
+    run_sweep(load_space(space), request)
     [launch] = Store(storage).launches("fast")
     assert launch.status == "failed"
     assert "exited with code 3" in (launch.reason or "")

@@ -28,6 +28,7 @@ from tuner.errors import BenchmarkError
 from tuner.launcher import LaunchSpec, ServerProcess, free_port
 from tuner.server_http import url_host
 from tuner.space.spec import load_space
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.telemetry import MetricsSampler, scrape_metrics
 from tuner.telemetry.gpu import NullGpuBackend
@@ -202,12 +203,8 @@ def test_a_sweep_says_once_per_launch_that_metrics_are_missing(tmp_path: Path) -
     observer = RecordingObserver()
     run_sweep(
         space,
-        storage=f"sqlite:///{tmp_path}/s.db",
-        n_trials=2,
-        seed=0,
-        observer=observer,
-        gpu=NullGpuBackend("no GPU"),
-        preflight=False,
+        RunRequest(f"sqlite:///{tmp_path}/s.db", 2, seed=0, preflight=False),
+        Seams(observer=observer, gpu=NullGpuBackend("no GPU")),
     )
     messages = [e[1] for e in observer.events if e[0] == "message" and "/metrics" in e[1]]
     assert [m.split(":")[0] for m in messages] == ["trial 0", "trial 1"], observer.events

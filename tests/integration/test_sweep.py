@@ -19,6 +19,7 @@ from tuner.launcher import ServerProcess, free_port
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 from tuner.trial.runner import launch_spec_for
 
@@ -64,7 +65,7 @@ def test_a_config_that_kills_the_server_is_a_failed_trial_and_the_sweep_goes_on(
     storage = f"sqlite:///{tmp_path}/e.db"
     # `tuner check` would refuse NCCL_PROTO=Foo before any launch; the point here is the
     # server's own failure, so the pre-flight check is left out.
-    result = run_sweep(load_space(path), storage=storage, n_trials=2, seed=1, preflight=False)
+    result = run_sweep(load_space(path), RunRequest(storage, 2, seed=1, preflight=False))
     study = optuna.load_study(study_name="fast", storage=storage)
     states = [t.state.name for t in study.trials]
     assert states[:2] == ["COMPLETE", "FAIL"]
@@ -293,7 +294,7 @@ def test_sweep_goes_on_past_servers_that_leak_workers_and_flood_their_log(
         server={"command": [*FAST_SIM, "--leave-orphan", "--flood-log"], "stop_timeout_s": 2},
     )
     storage = f"sqlite:///{tmp_path}/e.db"
-    result = run_sweep(load_space(path), storage=storage, n_trials=2, seed=0)
+    result = run_sweep(load_space(path), RunRequest(storage, 2, seed=0))
     assert result.launched == 2
     launches = Store(storage).launches("fast")
     assert [r.status for r in launches] == ["complete", "complete"]

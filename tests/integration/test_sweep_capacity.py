@@ -20,6 +20,7 @@ import yaml
 from tests.integration.sweep_helpers import FAST_SIM, tuner_in_process, write_space
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(150)]
@@ -42,7 +43,7 @@ def _sweep(
     space = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**space, "params": params}, sort_keys=False))
     storage = f"sqlite:///{tmp_path}/e.db"
-    run_sweep(load_space(path), storage=storage, n_trials=trials, seed=0, preflight=False)
+    run_sweep(load_space(path), RunRequest(storage, trials, seed=0, preflight=False))
     return storage, Store(storage)
 
 

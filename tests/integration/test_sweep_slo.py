@@ -22,6 +22,7 @@ import yaml
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.facts import analysis
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(300)]
@@ -77,7 +78,7 @@ def _sweep(tmp_path: Path, limits: list[str]) -> tuple[str, analysis.StudyAnalys
     path = _space(tmp_path, limits)
     storage = f"sqlite:///{tmp_path}/e.db"
     # 15: the search (11) and the final comparison's 4 launches before a change is the answer
-    run_sweep(load_space(path), storage=storage, n_trials=15, seed=3, preflight=False)
+    run_sweep(load_space(path), RunRequest(storage, 15, seed=3, preflight=False))
     return storage, analysis.analyze(Store(storage), load_space(path))
 
 

@@ -25,9 +25,9 @@ from tuner import stats
 from tuner.space.spec import Space, load_space
 from tuner.storage import Store
 from tuner.study.facts.analysis import analyze
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 from tuner.study.state import StudyState, TrialView, full_launched
-from tuner.trial.runner import RunnerOptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.alone, pytest.mark.timeout(900)]
 
@@ -70,7 +70,7 @@ def answer(space: Space, storage: str) -> tuple[stats.Recommendation, int]:
     """The answer as `tuner best` reads it, and the study's full launches so far."""
     study = optuna.load_study(study_name=space.study_name, storage=storage)
     state = StudyState.from_attrs(study.user_attrs)
-    facts = analyze(Store(storage), space).with_looks(state.final_looks)
+    facts = analyze(Store(storage), space).with_looks(state.final.looks)
     rec = facts.recommendation()
     assert rec is not None
     trials = [TrialView.of(t.number, t.state.name, t.user_attrs) for t in study.get_trials()]
@@ -78,14 +78,7 @@ def answer(space: Space, storage: str) -> tuple[stats.Recommendation, int]:
 
 
 def sweep(space: Space, storage: str, trials: int, runs: Path, seed: int = SEED) -> None:
-    run_sweep(
-        space,
-        storage=storage,
-        n_trials=trials,
-        seed=seed,
-        preflight=False,  # `python -c` answers --help with python's own flags
-        runner_options=RunnerOptions(runs_dir=runs),
-    )
+    run_sweep(space, RunRequest(storage, trials, seed=seed, preflight=False, runs_dir=runs))
 
 
 def first_then_resumed(

@@ -20,6 +20,7 @@ from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.effects.model import Observation, levels
 from tuner.study.policy import futility
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -108,7 +109,7 @@ def _sweep(
     runner = FakeRunner(Store(storage), "d", speed=speed, seed=seed, between=noise, within=noise)
     # 36: the plateau's launches beside the final comparison's sized look, kept from the
     # plan on (the off case must reach its plateau, not the budget).
-    result = run_sweep(load_space(path), storage=storage, n_trials=36, seed=seed, runner=runner)
+    result = run_sweep(load_space(path), RunRequest(storage, 36, seed=seed), Seams(runner=runner))
     return result, runner, storage
 
 

@@ -86,6 +86,7 @@ def test_tuner_run_refuses_before_any_launch_while_another_holds_its_gpus(
 
     from tests.integration.sweep_helpers import write_space
     from tuner.storage import Store
+    from tuner.study.run.request import RunRequest
     from tuner.views import console as console_module
 
     gpu = FakeGpuBackend()
@@ -98,14 +99,7 @@ def test_tuner_run_refuses_before_any_launch_while_another_holds_its_gpus(
         GpuLock(gpu, [1], study="other", lock_dir=tmp_path / "locks"),
         pytest.raises(GpusBusyError, match="GPU 1"),
     ):
-        console_module.run_with_console(
-            space,
-            trials=2,
-            storage=storage,
-            study=None,
-            seed=None,
-            runs_dir=tmp_path / "runs",
-            console=Console(file=io.StringIO()),
-        )
+        request = RunRequest(storage, 2, runs_dir=tmp_path / "runs")
+        console_module.run_with_console(space, request, Console(file=io.StringIO()))
     assert Store(storage).launches("fast") == []  # refused before the first launch
     assert gpu.closed

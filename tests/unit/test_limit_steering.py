@@ -19,6 +19,7 @@ from tuner.study.attrs import LAUNCHED, PROPOSER, ROLE
 from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.facts.limit_data import limit_data
 from tuner.study.policy.steering import STEER_CONFIDENCE, fit_steering, propose_avoiding
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 
 DEFAULTS = {"batched": "default", "seqs": "default"}
@@ -134,7 +135,7 @@ def _steered_sweep(tmp_path: Path, limits: list[str]) -> list[tuple[str, str | N
     path.write_text(yaml.safe_dump(space))
     storage = f"sqlite:///{tmp_path}/s.db"
     runner = TtftRunner(Store(storage), "steer", speed=_speed, seed=1)
-    run_sweep(load_space(path), storage=storage, n_trials=14, seed=1, runner=runner)
+    run_sweep(load_space(path), RunRequest(storage, 14, seed=1), Seams(runner=runner))
     trials = optuna.load_study(study_name="steer", storage=storage).get_trials()
     return [
         (t.user_attrs.get(ROLE), t.user_attrs.get(PROPOSER), t.user_attrs.get(PARAMS_ATTR, {}))

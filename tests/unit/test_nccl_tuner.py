@@ -32,6 +32,7 @@ from tuner.probe.plugin_table import read_table
 from tuner.probe.run import ProbeResult
 from tuner.space.spec import load_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
@@ -140,7 +141,9 @@ def _study(tmp_path: Path, probe_runner, profile: str = "kimi-k2.5-int4-tp8") ->
     loaded = load_space(write(tmp_path, space))
     storage = f"sqlite:///{tmp_path}/p.db"
     runner = FakeRunner(Store(storage), "p", speed=sim_speed(loaded.spec, profile), seed=0)
-    run_sweep(loaded, storage=storage, n_trials=4, seed=0, runner=runner, probe_runner=probe_runner)
+    run_sweep(
+        loaded, RunRequest(storage, 4, seed=0), Seams(runner=runner, probe_runner=probe_runner)
+    )
     return storage
 
 
@@ -217,7 +220,7 @@ def test_a_study_without_a_probe_has_no_table_and_says_how_to_get_one(tmp_path: 
     loaded = load_space(write(tmp_path, space))
     storage = f"sqlite:///{tmp_path}/p.db"
     runner = FakeRunner(Store(storage), "p", speed=sim_speed(loaded.spec, "kimi-k2.5-int4-tp8"))
-    run_sweep(loaded, storage=storage, n_trials=2, seed=0, runner=runner)
+    run_sweep(loaded, RunRequest(storage, 2, seed=0), Seams(runner=runner))
     with pytest.raises(ConfigError, match="add a probe: section"):
         _printed(storage)
 

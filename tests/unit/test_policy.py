@@ -7,6 +7,7 @@ read as a value (launches, stop, state) before anything would be applied.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from tuner.study.policy.decisions import Launch
 from tuner.study.policy.goal import goal_for
 from tuner.study.policy.single_goal import PLATEAU_LOOKS
 from tuner.study.policy.snapshot import Snapshot
-from tuner.study.state import ProbeMemory, StudyState, TrialView
+from tuner.study.state import FinalMemory, ProbeMemory, StudyState, TrialView, Trigger
 
 SPACE = {
     "study": "p",
@@ -95,7 +96,7 @@ class Study:
         fields: dict[str, Any] = {"budget": 30, "seed": 0, "finished": len(self.trials) - 1}
         fields.setdefault("state", StudyState())
         fields.update(more)
-        facts = facts.with_looks(fields["state"].final_looks)  # as the run's reader does
+        facts = facts.with_looks(fields["state"].final.looks)  # as the run's reader does
         return Snapshot(spec=self.space.spec, facts=facts, trials=tuple(self.trials), **fields)
 
 
@@ -215,9 +216,9 @@ def test_a_plateau_first_queues_the_simpler_form_of_the_best_then_stops() -> Non
     final = next_launch.after_trial(study.snapshot(state=done), goal_for(space.spec))
     assert final.stop is None
     assert [launch.role for launch in final.launches] == [attrs.FINAL] * 4
-    assert final.state is not None and final.state.final_trigger is not None
-    assert final.state.final_trigger["reason"] == attrs.PLATEAU
-    assert "in 3 trials" in final.state.final_trigger["detail"]
+    assert final.state is not None and final.state.final.trigger is not None
+    assert final.state.final.trigger.reason == attrs.PLATEAU
+    assert "in 3 trials" in final.state.final.trigger.detail
 
 
 def test_the_budget_stops_the_study_and_drops_what_it_would_have_confirmed() -> None:
@@ -323,10 +324,9 @@ def test_the_budgets_very_last_launches_go_to_the_final_comparison() -> None:
     assert [launch.claim for launch in decision.launches] == [
         (attrs.FINAL, f"{best}:{slot}") for slot in range(4)
     ]
-    assert decision.state is not None and decision.state.final_trigger == {
-        "reason": attrs.BUDGET,
-        "detail": f"used the budget of {snap.budget} launches",
-    }
+    assert decision.state is not None and decision.state.final.trigger == Trigger(
+        attrs.BUDGET, f"used the budget of {snap.budget} launches"
+    )
 
 
 def test_the_final_comparison_is_never_squeezed_below_its_launches_a_side() -> None:
@@ -385,9 +385,9 @@ def test_a_first_look_that_holds_the_bar_takes_the_sized_look_then_the_stop() ->
     best, state = _small_gain_at_plateau(study)
     first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
     assert [launch.config == best for launch in first.launches] == [True, False, False, True]
-    assert first.state is not None and first.state.final_trigger is not None
+    assert first.state is not None and first.state.final.trigger is not None
     # The looks are sized from the noise before the comparison's first launch.
-    looks = first.state.final_looks
+    looks = first.state.final.looks
     assert looks is not None and looks.first == 2 and 2 < looks.sized <= 6
     state = first.state
     for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
@@ -451,8 +451,8 @@ def test_one_planned_look_takes_three_quarters_of_the_error_rate() -> None:
     study = Study(space)
     _, state = _small_gain_at_plateau(study)
     first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
-    assert first.state is not None and first.state.final_looks is not None
-    assert first.state.final_looks.planned == (2,)
+    assert first.state is not None and first.state.final.looks is not None
+    assert first.state.final.looks.planned == (2,)
     for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
         _final(study, candidate, value)
     snap = study.snapshot(state=first.state, budget=len(study.rows))
@@ -479,15 +479,15 @@ def test_while_the_final_comparison_runs_nothing_else_is_decided_then_its_stop()
     study = Study(space)
     best = _with_final_block(study, 120.0, 100.0)
     study.wait(attrs.FINAL)
-    trigger = {"reason": attrs.PLATEAU, "detail": "no configuration beat trial 2"}
-    state = StudyState(incumbent=best, last_gain_trial=3, final_trigger=trigger)
+    trigger = Trigger(attrs.PLATEAU, "no configuration beat trial 2")
+    state = StudyState(incumbent=best, last_gain_trial=3, final=FinalMemory(trigger))
     waiting = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
     assert waiting.launches == () and waiting.stop is None
     study.trials.pop()  # the last final launch is done: the remembered stop is recorded
     done = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
     assert done.stop is not None and done.stop.reason == attrs.PLATEAU
-    assert done.stop.detail == trigger["detail"] and done.launches == ()
-    assert done.state is not None and done.state.final_trigger is None
+    assert done.stop.detail == trigger.detail and done.launches == ()
+    assert done.state is not None and done.state.final.trigger is None
 
 
 def test_a_candidate_compared_once_is_never_queued_for_another_final_comparison() -> None:
@@ -556,8 +556,8 @@ def test_with_every_configuration_ruled_out_the_search_stops_without_a_last_look
     # No last look: the futility stop, after a final comparison of the best-looking change
     # (its one launch cannot rule out a gain worth deploying; only fresh launches may).
     assert decision.launches and {launch.role for launch in decision.launches} == {attrs.FINAL}
-    assert decision.state is not None and decision.state.final_trigger is not None
-    assert decision.state.final_trigger["reason"] in (attrs.FUTILE, attrs.PLATEAU)
+    assert decision.state is not None and decision.state.final.trigger is not None
+    assert decision.state.final.trigger.reason in (attrs.FUTILE, attrs.PLATEAU)
 
 
 def _plateau_with_one_hope(space: Space, study: Study | None = None) -> Snapshot:
@@ -628,8 +628,8 @@ def test_a_screened_plateau_looks_four_times_at_most() -> None:
     # No more looks: the plateau comes, after a final comparison of the search's best
     # (not told from the defaults, but its interval still holds the target gain).
     assert decision.launches and {launch.role for launch in decision.launches} == {attrs.FINAL}
-    assert decision.state is not None and decision.state.final_trigger is not None
-    assert decision.state.final_trigger["reason"] == attrs.PLATEAU
+    assert decision.state is not None and decision.state.final.trigger is not None
+    assert decision.state.final.trigger.reason == attrs.PLATEAU
 
 
 def test_without_screening_the_plateau_stops_with_no_last_look() -> None:
@@ -642,8 +642,8 @@ def test_without_screening_the_plateau_stops_with_no_last_look() -> None:
     # No last look (a confirmation): the plateau, after a final comparison of the one
     # hope, which its single launch cannot rule out.
     assert {launch.role for launch in decision.launches} == {attrs.FINAL}
-    assert decision.state is not None and decision.state.final_trigger is not None
-    assert decision.state.final_trigger["reason"] == attrs.PLATEAU
+    assert decision.state is not None and decision.state.final.trigger is not None
+    assert decision.state.final.trigger.reason == attrs.PLATEAU
 
 
 def test_several_objectives_never_propose_simplify_nor_prune() -> None:
@@ -761,21 +761,23 @@ def test_a_resumed_run_takes_the_open_comparisons_next_look_before_any_search() 
     study = Study(space)
     best, state = _small_gain_at_plateau(study)
     first = next_launch.after_trial(study.snapshot(state=state), goal_for(space.spec))
-    assert first.state is not None and first.state.final_looks is not None
+    assert first.state is not None and first.state.final.looks is not None
     for candidate, value in ((True, 105.0), (False, 101.0), (False, 103.5), (True, 106.5)):
         _final(study, candidate, value)
     # The run ended there (its budget): the answer is not settled.
-    ended = first.state.replace(final_trigger=None, stop_reason=attrs.BUDGET)
+    ended = first.state.replace(
+        final=dataclasses.replace(first.state.final, trigger=None), stop_reason=attrs.BUDGET
+    )
     snap = study.snapshot(state=ended, finished=None)
     rec = snap.facts.recommendation()
     assert rec is not None and rec.outcome == "not_settled" and rec.unsettled is not None
     # The same study with a larger --trials: the comparison's next look, nothing else.
     resumed = next_launch.opening(snap, goal_for(space.spec))
-    sized = first.state.final_looks.sized
+    sized = first.state.final.looks.sized
     assert [launch.claim for launch in resumed.launches] == [
         (attrs.FINAL, f"{best}:{slot}") for slot in range(4, 2 * sized)
     ]
-    assert resumed.state is not None and resumed.state.final_trigger is not None
+    assert resumed.state is not None and resumed.state.final.trigger is not None
     # A budget too small for that look: the study goes on as it would (no lopsided look).
     tight = study.snapshot(state=ended, finished=None, budget=len(study.rows) + 1)
     assert all(launch.role != attrs.FINAL for launch in next_launch.opening(tight, goal_for(

@@ -15,11 +15,13 @@ import yaml
 from tests.fakes import FakeRunner
 from tests.unit.test_sweep_decisions import SPACE
 from tuner.errors import ConfigError
+from tuner.events import SweepObserver
 from tuner.space.spec import load_space, parse_space
 from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts.fidelity import rank_agreement
 from tuner.study.policy.screening import fidelity
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -57,7 +59,8 @@ def _sweep(
         screen_seconds=(60.0, 200.0),
     )
     kw.setdefault("seed", 0)
-    result = run_sweep(load_space(path), storage=storage, n_trials=trials, runner=runner, **kw)
+    seams = Seams(kw.pop("observer", None) or SweepObserver(), runner=runner)
+    result = run_sweep(load_space(path), RunRequest(storage, trials, **kw), seams)
     return result, runner, storage
 
 
@@ -259,7 +262,7 @@ def test_a_screening_launch_with_fewer_rounds_searches_and_full_launches_keep_th
     runner = FakeRunner(
         Store(storage), "d", speed=lambda p: 100.0, seed=1, screen_rounds=1
     )  # what the runner does with screening.benchmark (tests/integration: the real one)
-    result = run_sweep(load_space(path), storage=storage, n_trials=12, runner=runner, seed=0)
+    result = run_sweep(load_space(path), RunRequest(storage, 12, seed=0), Seams(runner=runner))
     assert result.stop_reason in ("plateau", "futile")
     rows = Store(storage).launches("d")
     screen = [r for r in rows if r.fidelity == "screen"]

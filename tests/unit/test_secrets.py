@@ -28,6 +28,7 @@ from tuner.secrets import (
 from tuner.space.settings import settings_from_params
 from tuner.space.spec import load_space, parse_space
 from tuner.storage import Store
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.trial.runner import launch_spec_for
 from tuner.views.best import best_report
@@ -191,7 +192,7 @@ def test_a_sweep_over_a_secret_param_stores_only_its_tag(tmp_path: Path) -> None
         return 120.0 if params["token"] == REDACTED else 100.0
 
     runner = FakeRunner(Store(storage), "s", speed=speed, seed=1)
-    run_sweep(load_space(path), storage=storage, n_trials=8, seed=1, runner=runner)
+    run_sweep(load_space(path), RunRequest(storage, 8, seed=1), Seams(runner=runner))
     for db in tmp_path.glob("s.db*"):
         assert MARKER.encode() not in db.read_bytes(), db
     answer = best_report(storage, "s")

@@ -26,6 +26,7 @@ from tuner.study import attrs
 from tuner.study.run import recovery
 from tuner.study.run.optuna_rdb import open_rdb
 from tuner.study.run.queue import LAUNCH_CLAIMS, Claims, claim_and_enqueue
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.study.run.workers import FINGERPRINT_CLAIM, worker_id
 
@@ -200,6 +201,6 @@ def test_a_worker_killed_after_claiming_the_baseline_leaves_it_to_the_next(
     assert Store(storage).claimed("d", "baseline") == {"0": dead, "1": dead}
 
     runner = FakeRunner(Store(storage), "d", speed=lambda p: 100.0)
-    run_sweep(load_space(path), storage=storage, n_trials=3, runner=runner)
+    run_sweep(load_space(path), RunRequest(storage, 3), Seams(runner=runner))
     assert [role for role, _ in runner.launched[:2]] == ["baseline", "baseline"]
     assert Store(storage).claimed("d", "baseline") == {"0": worker_id(), "1": worker_id()}

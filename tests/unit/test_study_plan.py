@@ -29,6 +29,7 @@ from tuner.study.facts.launch_times import LaunchTimes, launch_times
 from tuner.study.facts.plan import CostPlan, cost_plan
 from tuner.study.policy import futility
 from tuner.study.run.plan_launch import said_plan
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.console import ConsoleObserver
 from tuner.views.console_live import LiveView
@@ -44,7 +45,7 @@ def _study(
     observer = RecordingObserver()
     fake = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seconds=(1500.0, 300.0), **runner)
     run_sweep(
-        load_space(path), storage=storage, n_trials=trials, seed=0, runner=fake, observer=observer
+        load_space(path), RunRequest(storage, trials, seed=0), Seams(observer=observer, runner=fake)
     )
     return optuna.load_study(study_name="d", storage=storage), observer, storage
 
@@ -124,7 +125,9 @@ def test_the_sweep_prints_the_summary_after_the_baseline_not_the_arithmetic(
     out = io.StringIO()
     fake = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seconds=(1500.0, 300.0))
     observer = ConsoleObserver(Console(file=out, width=100), LiveView("d", 4))
-    run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=fake, observer=observer)
+    run_sweep(
+        load_space(path), RunRequest(storage, 4, seed=0), Seams(observer=observer, runner=fake)
+    )
     printed = out.getvalue().splitlines()
     start = next(i for i, line in enumerate(printed) if line.startswith("• cost plan"))
     # Between the trial lines, after the baseline's two: five lines, then the next notice

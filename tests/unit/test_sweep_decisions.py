@@ -16,6 +16,7 @@ from tests.fakes import FakeRunner
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 
@@ -38,7 +39,9 @@ def _sweep(tmp_path: Path, speed, *, trials: int = 20, seed: int = 0, space=None
     path.write_text(yaml.safe_dump(space or SPACE))
     storage = f"sqlite:///{tmp_path}/d.db"
     runner = FakeRunner(Store(storage), "d", speed=speed, seed=seed, **kw)
-    result = run_sweep(load_space(path), storage=storage, n_trials=trials, seed=seed, runner=runner)
+    result = run_sweep(
+        load_space(path), RunRequest(storage, trials, seed=seed), Seams(runner=runner)
+    )
     return result, runner, storage
 
 
@@ -99,9 +102,9 @@ def test_resume_continues_to_the_total_budget(tmp_path: Path, seed: int) -> None
     # Nothing matters: the launches kept for a final comparison that never comes go to the
     # search, so --trials 8 makes 8 launches, and a resume to 11 makes 3 more.
     first = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed)
-    run_sweep(load_space(path), storage=storage, n_trials=8, seed=seed, runner=first)
+    run_sweep(load_space(path), RunRequest(storage, 8, seed=seed), Seams(runner=first))
     second = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=seed + 10)
-    result = run_sweep(load_space(path), storage=storage, n_trials=11, seed=seed, runner=second)
+    result = run_sweep(load_space(path), RunRequest(storage, 11, seed=seed), Seams(runner=second))
     # (A change that looks better late keeps the last launches for its comparison: the
     # answer then says "not settled" and names the --trials that would hold it.)
     assert len(first.launched) == 8 and 1 <= len(second.launched) <= 3
@@ -229,7 +232,7 @@ def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) ->
     storage = f"sqlite:///{tmp_path}/d.db"
     runner = TerminatedOnLaunch(Store(storage), "d", speed=lambda p: 100.0, at=2)
     with pytest.raises(Terminated):
-        run_sweep(load_space(path), storage=storage, n_trials=10, seed=0, runner=runner)
+        run_sweep(load_space(path), RunRequest(storage, 10, seed=0), Seams(runner=runner))
     study = optuna.load_study(study_name="d", storage=storage)
     last = study.trials[-1]
     assert last.state.name == "FAIL"
@@ -246,7 +249,7 @@ def test_sigterm_fails_the_trial_records_the_stop_and_goes_on(tmp_path: Path) ->
         k: v for k, v in last.user_attrs["tuner_params"].items() if v != "default"
     })  # fmt: skip
     again = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
-    result = run_sweep(load_space(path), storage=storage, n_trials=8, seed=0, runner=again)
+    result = run_sweep(load_space(path), RunRequest(storage, 8, seed=0), Seams(runner=again))
     assert again.launched[0] == cut
     # The 2 baselines before the signal and this run's launches (it may settle earlier).
     assert result.launched == 2 + len(again.launched) <= 8
@@ -271,10 +274,14 @@ def test_a_resumed_run_tells_the_live_view_its_launches_and_pace(tmp_path: Path)
     storage = f"sqlite:///{tmp_path}/d.db"
     first = Resumed()
     runner = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=0)
-    run_sweep(load_space(path), storage=storage, n_trials=4, seed=0, runner=runner, observer=first)
+    run_sweep(
+        load_space(path), RunRequest(storage, 4, seed=0), Seams(observer=first, runner=runner)
+    )
     assert first.seen == []  # a new study: nothing to carry on
     again = Resumed()
     runner = FakeRunner(Store(storage), "d", speed=lambda p: 100.0, seed=1)
-    run_sweep(load_space(path), storage=storage, n_trials=6, seed=0, runner=runner, observer=again)
+    run_sweep(
+        load_space(path), RunRequest(storage, 6, seed=0), Seams(observer=again, runner=runner)
+    )
     ((done, plan),) = again.seen
     assert done == 4 and plan is not None  # the plan, worked out again from the launches

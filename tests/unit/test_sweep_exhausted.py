@@ -15,6 +15,7 @@ from tests.fakes import FakeRunner
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study.policy import exhaustion
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 
 SMALL = {
@@ -45,7 +46,7 @@ def _run(tmp_path: Path, seed: int, **changes: object) -> tuple[object, FakeRunn
     path.write_text(yaml.safe_dump({**SMALL, **changes}))
     storage = f"sqlite:///{tmp_path}/small.db"
     runner = FakeRunner(Store(storage), "small", speed=_speed, seed=seed)
-    result = run_sweep(load_space(path), storage=storage, n_trials=30, seed=seed, runner=runner)
+    result = run_sweep(load_space(path), RunRequest(storage, 30, seed=seed), Seams(runner=runner))
     return result, runner, optuna.load_study(study_name="small", storage=storage)
 
 

@@ -20,6 +20,7 @@ from tuner.probe.run import ProbeError, ProbeResult
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import run_sweep
 from tuner.views.best import best_report
 from tuner.views.best_print import print_best
@@ -35,7 +36,7 @@ def _sweep(  # type: ignore[no-untyped-def]
     if probe is None and "probe" in space:
         probe = sim_probe(profile, seed=seed)
     result = run_sweep(
-        loaded, storage=storage, n_trials=trials, seed=seed, runner=runner, probe_runner=probe
+        loaded, RunRequest(storage, trials, seed=seed), Seams(runner=runner, probe_runner=probe)
     )
     return result, runner, storage, probe
 

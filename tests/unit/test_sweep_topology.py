@@ -13,6 +13,7 @@ from tests.fakes import FakeRunner, FakeTopologyNvml, RecordingObserver
 from tuner.space.spec import load_space
 from tuner.storage import Store
 from tuner.study import attrs
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import SweepOutcome, run_sweep
 from tuner.study.run.topology import unknown_topology_line
 from tuner.telemetry.gpu import NullGpuBackend
@@ -42,7 +43,7 @@ def _run(
         return read_topology(nvml, run_smi=None)
 
     result = run_sweep(
-        load_space(path), storage=storage, n_trials=20, seed=1, runner=runner, read_topology=read
+        load_space(path), RunRequest(storage, 20, seed=1), Seams(runner=runner, read_topology=read)
     )
     return result, runner, optuna.load_study(study_name="car", storage=storage)
 
@@ -89,13 +90,13 @@ def test_without_nvml_a_run_says_why_once(tmp_path: Path) -> None:
     observer = RecordingObserver()
     run_sweep(
         load_space(path),
-        storage=storage,
-        n_trials=3,
-        seed=1,
-        observer=observer,
-        gpu=NullGpuBackend("NVML not found (no NVIDIA driver): GPU telemetry off"),
-        runner=FakeRunner(Store(storage), "car", speed=lambda p: 100.0, seed=1),
-        read_topology=lambda: read_topology(gone, run_smi=None),
+        RunRequest(storage, 3, seed=1),
+        Seams(
+            observer=observer,
+            gpu=NullGpuBackend("NVML not found (no NVIDIA driver): GPU telemetry off"),
+            runner=FakeRunner(Store(storage), "car", speed=lambda p: 100.0, seed=1),
+            read_topology=lambda: read_topology(gone, run_smi=None),
+        ),
     )
     said = [e[1] for e in observer.events if e[0] == "message"]
     assert [m for m in said if "NVML" in m] == []

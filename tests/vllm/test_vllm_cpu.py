@@ -30,6 +30,7 @@ import yaml
 from tuner.check import check_space
 from tuner.space.spec import SHIPPED_SPACES, load_space
 from tuner.storage import LaunchStatus, Store
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,7 +124,7 @@ def test_a_two_launch_study_on_the_cpu_build(tmp_path: Path, monkeypatch: pytest
     storage = f"sqlite:///{tmp_path}/vllm.db"
     shm_before = shm_files()
     started = time.monotonic()
-    result = run_sweep(load_space(path), storage=storage, n_trials=2, seed=7)
+    result = run_sweep(load_space(path), RunRequest(storage, 2, seed=7))
     took = time.monotonic() - started
     print(f"2 launches took {took:.0f} s")
 
@@ -238,7 +239,7 @@ def test_a_screened_study_searches_on_dummy_weights_and_decides_on_the_real_ones
         screening={"args": ["--load-format", "dummy"], "patience": 1},
     )
     storage = f"sqlite:///{tmp_path}/vllm.db"
-    result = run_sweep(load_space(path), storage=storage, n_trials=4, seed=7)
+    result = run_sweep(load_space(path), RunRequest(storage, 4, seed=7))
     launches = Store(storage).launches("vllm-screened")
     assert [(x.role, x.fidelity) for x in launches[:2]] == [
         ("baseline", "screen"),

@@ -78,23 +78,23 @@ def run(
     ),
 ) -> None:
     """Run (or resume) a sweep: launch the server per trial, benchmark, stop early on a plateau."""
+    from tuner.study.run.request import RunRequest
     from tuner.views.console import run_with_console
 
     if hours is not None and not hours >= 0.01:
         raise ConfigError(f"--hours {hours:g}: give at least 0.01 (36 seconds)")
 
-    result = run_with_console(
-        space,
-        trials=trials,
+    request = RunRequest(
         storage=storage,
-        study=study,
+        trials=trials,
         seed=seed,
-        runs_dir=runs_dir,
-        console=out,
+        study=study,
         worker_trials=worker_trials,
         split_by_host=split_by_host,
         hours=hours,
+        runs_dir=runs_dir,
     )
+    result = run_with_console(space, request, out)
     out.print(f"\n[bold]Stopped:[/] {result.stop_reason} — {result.stop_detail}")
     code = exit_codes.for_stop_reason(result.stop_reason)
     if code == exit_codes.OK:

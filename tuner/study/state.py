@@ -4,12 +4,12 @@ A study remembers between trials, processes and workers what its launches alone 
 say: the incumbent (the configuration whose significant gains reset the patience) and
 the trial of its last gain, the recommendable set of a several-objective study, the best
 configurations already simplified, whether the cost plan was said, the probe's cache and
-finding, the params vLLM ignores on its GPUs, the stop a final comparison runs before,
-and why and by whom the study stopped. They live in optuna's study user attrs
-(tuner/study/attrs.py names them; optuna-dashboard shows them). ``StudyState`` reads them
-into one frozen value, and ``attr_changes`` says which attrs a new state writes; only the
-run layer (tuner/study/run/) touches optuna. ``TrialView`` is the same for one trial's
-attrs. Pure: mappings in, values out.
+finding, the params vLLM ignores on its GPUs, the final comparison's memory (the stop it
+runs before, its looks), and why and by whom the study stopped. They live in optuna's
+study user attrs (tuner/study/attrs.py names them; optuna-dashboard shows them).
+``StudyState`` reads them into one frozen value, and ``attr_changes`` says which attrs a
+new state writes; only the run layer (tuner/study/run/) touches optuna. ``TrialView`` is
+the same for one trial's attrs. Pure: mappings in, values out.
 """
 
 from __future__ import annotations
@@ -62,6 +62,26 @@ class ProbeMemory:
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """The stop a final comparison runs before, as stored: recorded once its launches are
+    done (the answer rests on them, so the study may not end first)."""
+
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class FinalMemory:
+    """What the final comparison keeps in the study; only tuner/study/policy/
+    final_comparison.py changes it (its phase, derived from this and the trials, is there)."""
+
+    trigger: Trigger | None = None
+    """The stop it waits to record (``tuner_final_trigger``); None: none waits."""
+    looks: LookPlan | None = None
+    """Its looks as the cost plan sized them (``tuner_final_looks``; None: not sized yet)."""
+
+
+@dataclass(frozen=True)
 class StudyState:
     """The study attrs the decisions read and write (see the module)."""
 
@@ -74,13 +94,10 @@ class StudyState:
     stop_reason: str | None = None
     stop_detail: str | None = None
     probe: ProbeMemory = field(default_factory=ProbeMemory)
-    final_trigger: Mapping[str, Any] | None = None
-    """The stop a final comparison runs before (reason, detail); None when none waits."""
+    final: FinalMemory = field(default_factory=FinalMemory)
     ignored: frozenset[str] = frozenset()
     """The params vLLM ignores on the study's GPUs (tuner/study/run/topology.py): the
     search leaves them at default, as it does the probe's frozen ones."""
-    final_looks: LookPlan | None = None
-    """The final comparison's looks as the cost plan sized them (None: not sized yet)."""
 
     @classmethod
     def from_attrs(cls, found: Mapping[str, Any]) -> StudyState:
@@ -94,9 +111,11 @@ class StudyState:
             stopped_by=found.get(attrs.STOPPED_BY),
             stop_reason=found.get(attrs.STOP_REASON),
             stop_detail=found.get(attrs.STOP_DETAIL),
-            final_trigger=found.get(attrs.FINAL_TRIGGER) or None,
+            final=FinalMemory(
+                trigger=_trigger(found.get(attrs.FINAL_TRIGGER)),
+                looks=_looks(found.get(attrs.FINAL_LOOKS)),
+            ),
             ignored=frozenset(found.get(attrs.IGNORED) or ()),
-            final_looks=_looks(found.get(attrs.FINAL_LOOKS)),
             probe=ProbeMemory(
                 disabled=found.get(attrs.PROBE_DISABLED) or None,
                 finding=found.get(attrs.PROBE_FINDING) or {},
@@ -121,11 +140,23 @@ def attr_changes(old: StudyState, new: StudyState) -> dict[str, Any]:
         out[attrs.SIMPLIFIED] = list(new.simplified)
     if new.probe.nominated and not old.probe.nominated:
         out[attrs.PROBE_NOMINATED] = True
-    if new.final_trigger != old.final_trigger:
-        out[attrs.FINAL_TRIGGER] = dict(new.final_trigger or {})  # {}: none waits any more
-    if new.final_looks != old.final_looks and new.final_looks is not None:
-        out[attrs.FINAL_LOOKS] = new.final_looks.to_json()
+    trigger, looks = new.final.trigger, new.final.looks
+    if trigger != old.final.trigger:
+        # {}: none waits any more (the stored form older studies have too).
+        out[attrs.FINAL_TRIGGER] = (
+            {"reason": trigger.reason, "detail": trigger.detail} if trigger else {}
+        )
+    if looks != old.final.looks and looks is not None:
+        out[attrs.FINAL_LOOKS] = looks.to_json()
     return out
+
+
+def _trigger(found: Any) -> Trigger | None:
+    """The stored stop (``{"reason", "detail"}``; ``{}`` or missing: none waits). A reason
+    missing from an older study's record reads as the budget's, as it always did."""
+    if not isinstance(found, Mapping) or not found:
+        return None
+    return Trigger(str(found.get("reason", attrs.BUDGET)), str(found.get("detail", "")))
 
 
 def _looks(found: Any) -> LookPlan | None:

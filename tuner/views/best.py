@@ -6,14 +6,14 @@ the best, the recommended (simplest within noise of the best) and the baseline
 configuration, the noise, the stop reason and the trial counts. ``BestReport.to_json``
 is the JSON contract of `tuner best --format json` (docs/architecture.md, DESIGN.md);
 its keys and their order are what scripts read, so change them only on purpose.
+Each configuration is a ``ConfigEntry`` (tuner/views/best_entry.py); the gain over the
+defaults and what keeping them could have missed are tuner/views/best_gain.py's.
 tuner/views/best_print.py renders it (``print_best``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +21,13 @@ from optuna.trial import TrialState
 
 from tuner import stats
 from tuner.probe.ceiling import Ceiling
-from tuner.space.layout import layout_of
-from tuner.space.model_limits import INSPECT_PORT, inspect_names
-from tuner.space.settings import changed_from_defaults, server_argv, settings_from_params
-from tuner.space.spec import Scalar, Space
 from tuner.study.facts import analysis
 from tuner.study.run.reader import trial_views
 from tuner.study.state import StudyState, full_launched
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
+from tuner.views.best_entry import ConfigEntry, config_entry
 from tuner.views.best_final import FinalAnswer, final_answer
+from tuner.views.best_gain import CouldHaveMissed, GainVsBaseline, could_have_missed
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
 from tuner.views.best_pareto import ParetoView, pareto_view
 from tuner.views.best_screening import ScreeningAnswer, screening_answer
@@ -41,65 +39,18 @@ from tuner.views.nccl_tuner import NcclTunerTable, nccl_tuner_table
 from tuner.views.probe_summary import ProbeSummary, probe_summary
 from tuner.views.study_access import open_study
 
-
-@dataclass(frozen=True)
-class ConfigEntry:
-    """One configuration of the answer: its settings and its pooled estimate."""
-
-    trial: int | None
-    """The first trial that launched it (the one to name); None only without trials."""
-    trials: tuple[int, ...]
-    config: str
-    """The configuration's hash (Settings.config_hash)."""
-    params: Mapping[str, Scalar]
-    """Every param of the space, ``default`` included."""
-    env: Mapping[str, str]
-    args: tuple[str, ...]
-    value: float
-    stderr: float
-    interval: tuple[float, float] | None
-    """The confidence interval of ``value``; None while it is unbounded."""
-    launches: int
-    reason: str | None = None
-    """Why it is recommended; set on the recommended entry only."""
-    command: tuple[str, ...] = ()
-    """The space's server command, placeholders filled, with ``args`` appended: what a
-    systemd drop-in runs (not in the JSON entry: see ``deploy`` of `tuner best -f json`)."""
-    command_note: str | None = None
-    """What in ``command`` the user should check (a port the sweep chose per launch)."""
-    gpus: int | None = None
-    """With ``objective.per_gpu``: the GPUs its layout uses (TP x PP); ``value`` is per GPU."""
-
-    @property
-    def total(self) -> float | None:
-        """With ``objective.per_gpu``: the whole server's figure, ``value`` x ``gpus``."""
-        return self.value * self.gpus if self.gpus is not None else None
-
-    @property
-    def changed(self) -> dict[str, Scalar]:
-        """The params not at ``default``."""
-        return changed_from_defaults(self.params)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "trial": self.trial,
-            "trials": list(self.trials),
-            "config": self.config,
-            "params": dict(self.params),
-            "env": dict(self.env),
-            "args": list(self.args),
-            "value": self.value,
-            "stderr": self.stderr,
-            "interval": list(self.interval) if self.interval is not None else None,
-            "launches": self.launches,
-        }
-        if self.gpus is not None:
-            out["per_gpu"] = True
-            out["gpus"] = self.gpus
-            out["value_total"] = self.total
-        if self.reason is not None:
-            out["reason"] = self.reason
-        return out
+__all__ = [
+    "BestReport",
+    "ConfigEntry",
+    "CouldHaveMissed",
+    "GainVsBaseline",
+    "TrialCounts",
+    "answer_verdict",
+    "best_report",
+    "config_entry",
+    "could_have_missed",
+    "no_answer_sentence",
+]
 
 
 @dataclass(frozen=True)
@@ -113,54 +64,6 @@ class TrialCounts:
 
     def to_json(self) -> dict[str, int]:
         return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class GainVsBaseline:
-    """The recommended configuration against the baseline (relative to the baseline)."""
-
-    rel_diff: float
-    ci_low: float
-    ci_high: float
-    verdict: stats.Verdict
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class CouldHaveMissed:
-    """What "keep the defaults" could have missed: no configuration measured beats the
-    defaults by more than ``gain_upper`` (a fraction), the largest upper bound of a
-    configuration's gain over the baseline at the study's confidence; None when no
-    other configuration was measured."""
-
-    gain_upper: float | None
-    trial: int | None
-    """The configuration whose bound it is (its first trial)."""
-    configurations: int
-    """Configurations measured besides the defaults."""
-    confidence: float
-
-    @property
-    def text(self) -> str:
-        return f"keep the defaults: {self.clause}"
-
-    @property
-    def clause(self) -> str:
-        """What could still hide, without 'keep the defaults: '."""
-        if self.gain_upper is None:
-            return "no other configuration was measured to the end"
-        plural = "s" if self.configurations != 1 else ""
-        return (
-            "no configuration tried beats them by more than "
-            f"{max(self.gain_upper, 0.0):.1%} (the upper end of the {self.confidence:.0%} "
-            f"interval of trial {self.trial}'s gain, the highest of {self.configurations} "
-            f"configuration{plural} measured)"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -275,7 +178,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     hardware = study_hardware(opened.store, study, fingerprint)
     user_attrs = opened.optuna_study.user_attrs
     facts = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
-    facts = facts.with_looks(StudyState.from_attrs(user_attrs).final_looks)  # as sized
+    facts = facts.with_looks(StudyState.from_attrs(user_attrs).final.looks)  # as sized
     states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
     row = opened.store.study(study)
     rec = facts.recommendation()
@@ -350,7 +253,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
         final=final_answer(facts, rec) if front is None else None,
-        screening=screening_answer(facts),
+        screening=screening_answer(facts, opened.store.launches(study)),
         topology=topology_answer(user_attrs),
         verdict=verdict,
         not_settled=unsettled,
@@ -369,61 +272,6 @@ def answer_verdict(rec: stats.Recommendation | None, keep_defaults: bool | None)
     if keep_defaults and outcome == stats.CONFIRMED:  # cannot happen: the defaults are no change
         return stats.NO_GAIN
     return outcome
-
-
-def could_have_missed(facts: analysis.StudyAnalysis) -> CouldHaveMissed | None:
-    """The largest upper bound of a measured configuration's gain over the defaults."""
-    baseline = facts.baseline
-    if baseline is None:
-        return None
-    confidence = facts.space.spec.stop.confidence
-    bounds = []
-    for config in facts.configs.values():
-        if config is baseline:
-            continue
-        cmp = facts.compare(config, baseline)
-        upper = cmp.ci_high if facts.direction == "maximize" else -cmp.ci_low
-        bounds.append((upper, config.trials[0] if config.trials else None))
-    if not bounds:
-        return CouldHaveMissed(None, None, 0, confidence)
-    upper, trial = max(bounds, key=lambda b: b[0])
-    return CouldHaveMissed(upper, trial, len(bounds), confidence)
-
-
-def config_entry(space: Space, config: analysis.ConfigResult | None) -> ConfigEntry | None:
-    """The entry of one analysed configuration, with the env and args it deploys as."""
-    if config is None:
-        return None
-    settings = settings_from_params(space.spec, config.params)
-    server = space.spec.server
-    port = server.port if isinstance(server.port, int) else INSPECT_PORT
-    command = server_argv(server, settings, port=port, **inspect_names(space))
-    note = None
-    if server.port == "auto" and any("{port}" in a for a in server.command):
-        note = f"{{port}} is {port} here (the sweep chose a free port per launch): check it"
-    return ConfigEntry(
-        trial=config.trials[0] if config.trials else None,
-        trials=tuple(config.trials),
-        config=config.config_hash,
-        params=dict(settings.params),
-        env=dict(settings.env),
-        args=tuple(settings.args),
-        value=config.estimate.mean,
-        stderr=config.estimate.se,
-        interval=_interval(config, space.spec.stop.confidence),
-        launches=len(config.launches),
-        command=tuple(command),
-        command_note=note,
-        gpus=layout_of(command).gpus if space.spec.objective.per_gpu else None,
-    )
-
-
-def _interval(config: analysis.ConfigResult, confidence: float) -> tuple[float, float] | None:
-    """The confidence interval of the configuration's mean; None while it is unbounded."""
-    low, high = config.estimate.interval(confidence)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
-    return (low, high)
 
 
 def no_answer_sentence(report: BestReport) -> str:

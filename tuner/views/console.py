@@ -14,9 +14,9 @@ from tuner.secrets import safe_url
 from tuner.space.spec import load_space
 from tuner.study.facts.plan import CostPlan
 from tuner.study.run.locked_sweep import run_locked_sweep
+from tuner.study.run.request import RunRequest
 from tuner.study.run.sweep import SweepOutcome
 from tuner.telemetry.gpu import open_gpu_backend
-from tuner.trial.runner import RunnerOptions
 from tuner.views.console_live import LiveView
 from tuner.views.plan_text import plan_summary
 from tuner.views.trial_line import trial_line
@@ -80,48 +80,22 @@ class ConsoleObserver(MessageObserver):
         self.view.trial_finished(trial.number)
 
 
-def run_with_console(
-    space_path: Path,
-    *,
-    trials: int,
-    storage: str,
-    study: str | None,
-    seed: int | None,
-    runs_dir: Path,
-    console: Console,
-    worker_trials: int | None = None,
-    split_by_host: bool = False,
-    hours: float | None = None,
-) -> SweepOutcome:
+def run_with_console(space_path: Path, request: RunRequest, console: Console) -> SweepOutcome:
     """Load the space, open the GPUs (or say there are none), and run the sweep live.
 
-    The sweep runs with its GPUs locked (tuner/study/run/locked_sweep.py): the live view
-    starts once they are held; a run refused there raises GpusBusyError.
+    ``request``: the options of `tuner run`, as the CLI built them. The sweep runs with its
+    GPUs locked (tuner/study/run/locked_sweep.py): the live view starts once they are held;
+    a run refused there raises GpusBusyError.
     """
-    space = load_space(space_path)
-    if study:
-        space = space.model_copy(update={"study_name": study})
+    space = request.named(load_space(space_path))
     gpu = open_gpu_backend()
     if not gpu.available:
         console.print(f"[dim]{getattr(gpu, 'reason', 'no NVIDIA GPU: GPU telemetry off')}[/]")
     console.print(
-        f"Study [bold]{space.study_name}[/] in {safe_url(storage)}: "
+        f"Study [bold]{space.study_name}[/] in {safe_url(request.storage)}: "
         f"{len(space.spec.params)} params, "
         f"objective {space.spec.objective.label} at concurrency {space.spec.objective_concurrency}"
     )
-    view = LiveView(space.study_name, trials)
+    view = LiveView(space.study_name, request.trials)
     display = Live(view, console=console, refresh_per_second=4, transient=True)
-    observer = ConsoleObserver(console, view)
-    return run_locked_sweep(
-        space,
-        storage=storage,
-        n_trials=trials,
-        seed=seed,
-        observer=observer,
-        gpu=gpu,
-        runner_options=RunnerOptions(runs_dir=runs_dir),
-        worker_trials=worker_trials,
-        split_by_host=split_by_host,
-        display=display,
-        hours=hours,
-    )
+    return run_locked_sweep(space, request, ConsoleObserver(console, view), gpu, display)

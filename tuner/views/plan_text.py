@@ -17,7 +17,8 @@ from typing import Any
 from tuner.stats.wording import percent
 from tuner.study.facts.launch_times import LaunchTimes
 from tuner.study.facts.load_costs import load_costs_sentence
-from tuner.study.facts.plan import CostPlan, ScreeningPlan
+from tuner.study.facts.plan import CostPlan
+from tuner.study.facts.plan_launches import ScreeningPlan
 from tuner.study.facts.plan_levers import lowers, pct_text, seconds_text
 
 

@@ -29,7 +29,7 @@ from tuner.study import attrs
 from tuner.study.facts import analysis
 from tuner.study.run import verdicts
 from tuner.study.run.optuna_rdb import open_rdb
-from tuner.study.run.sweep import name_objective
+from tuner.study.run.optuna_study import name_objective
 from tuner.study.state import StudyState
 from tuner.views.study_access import open_study
 
@@ -71,7 +71,7 @@ def publish(storage: str, study: str, report: Path, artifacts: Path | None = Non
     optuna_study = opened.optuna_study
     name_objective(optuna_study, opened.space.spec.objective.label)
     facts = analysis.analyze(opened.store, opened.space)  # judged with the looks as sized
-    facts = facts.with_looks(StudyState.from_attrs(optuna_study.user_attrs).final_looks)
+    facts = facts.with_looks(StudyState.from_attrs(optuna_study.user_attrs).final.looks)
     verdicts.record_final(optuna_study, facts)
     store = FileSystemArtifactStore(str(private_dir(artifacts or artifact_dir(storage))))
     previous = optuna_study.user_attrs.get(attrs.REPORT_ARTIFACT)

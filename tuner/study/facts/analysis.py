@@ -4,48 +4,30 @@ Reads the stored launches (never optuna's ``best_trial``: a configuration may be
 launched several times and each launch is its own optuna trial) and applies the
 pure statistics of tuner/stats/. The policy (tuner/study/policy/) reads it to decide what
 to confirm, whether a gain is real and when to stop; `tuner best` reads it for the answer.
+The launches are grouped and estimated by tuner/study/facts/launch_groups.py, whose
+``ConfigResult`` (one configuration's launches) is this module's too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuner import stats
 from tuner.space.objectives import is_multi_objective, study_objectives
-from tuner.space.settings import canonical_value, changed_from_defaults, is_default
+from tuner.space.settings import canonical_value
 from tuner.space.spec import Scalar, Space
 from tuner.stats.looks import LookPlan
 from tuner.storage import LaunchRow, LaunchStatus, Store
 from tuner.study import attrs
 from tuner.study.effects.model import Observation
 from tuner.study.facts import feasibility, final
-from tuner.study.facts.fidelity import FidelityFacts, fidelity_facts
+from tuner.study.facts.fidelity import FidelityFacts
 from tuner.study.facts.final_size import default_looks
+from tuner.study.facts.launch_groups import ConfigResult as ConfigResult
+from tuner.study.facts.launch_groups import group_launches
 from tuner.study.facts.objective_values import ObjectiveEstimates, estimate_objectives
-
-
-@dataclass(frozen=True)
-class ConfigResult:
-    """One configuration and every completed launch of it."""
-
-    config_hash: str
-    params: dict[str, Scalar]
-    trials: tuple[int, ...]
-    launches: tuple[stats.LaunchEstimate, ...]
-    estimate: stats.ConfigEstimate
-    is_baseline: bool
-    roles: frozenset[str] = frozenset()  # of its launches (attrs.SEARCH, attrs.SIMPLIFY, ...)
-
-    @property
-    def n_changed(self) -> int:
-        return len(self.changed)
-
-    @property
-    def changed(self) -> dict[str, Scalar]:
-        return changed_from_defaults(self.params)
 
 
 @dataclass(frozen=True)
@@ -288,106 +270,21 @@ def analyze(
     rows = list(rows) if rows is not None else store.launches(space.study_name)
     if fingerprint is not None:
         rows = [r for r in rows if r.fingerprint in (None, fingerprint)]
-    screening = space.spec.screening is not None
-    counts: dict[str, int] = defaultdict(int)
-    groups: dict[str, list[LaunchRow]] = defaultdict(list)
-    estimates: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
-    measured = []
-    final_rows: list[tuple[LaunchRow, stats.LaunchEstimate]] = []
-    full: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
-    """With screening: every complete full launch, by configuration, unscaled."""
-    deciding: dict[str, list[stats.LaunchEstimate]] = defaultdict(list)
-    """With screening: the full launches of the defaults and the final comparisons."""
-    full_opening: list[stats.LaunchEstimate] = []
-    searched_full: list[LaunchRow] = []
-    """With screening: full launches of configurations screening cannot judge, searched
-    on the screening scale once it is known."""
-    for row in rows:
-        counts[row.status] += 1
-        if row.status not in (LaunchStatus.COMPLETE, LaunchStatus.PRUNED):
-            continue
-        if not row.objective_rounds:
-            continue
-        estimate = stats.launch_estimate(row.objective_rounds)
-        complete = row.status == LaunchStatus.COMPLETE
-        if screening and (row.fidelity or attrs.FULL) == attrs.FULL:
-            if complete:
-                full[row.config_hash].append(estimate)
-            if row.role in (attrs.FINAL, attrs.BASELINE):
-                if complete:
-                    deciding[row.config_hash].append(estimate)
-                    if row.role == attrs.BASELINE:
-                        full_opening.append(estimate)
-                    else:
-                        final_rows.append((row, estimate))
-                continue  # the full defaults and final launches decide; they never search
-            searched_full.append(row)
-            continue
-        if row.role == attrs.FINAL:
-            if complete:
-                final_rows.append((row, estimate))
-            continue  # the search never sees a final launch: it decides, it does not select
-        measured.append((dict(row.params), estimate))
-        if complete:
-            groups[row.config_hash].append(row)
-            estimates[row.config_hash].append(estimate)
-    screened = {key: tuple(group) for key, group in estimates.items()}
-    noise = stats.between_launch_variance(screened.values())
-    fidelity = None
-    if screening:
-        baseline_key = next(
-            (k for k, g in groups.items() if all(is_default(v) for v in g[0].params.values())),
-            None,
-        )
-        fidelity = fidelity_facts(
-            screened,
-            full,
-            baseline_key=baseline_key,
-            noise=noise,
-            confidence=space.spec.stop.confidence,
-        )
-        for row in searched_full:  # on the screening scale, beside the screening launches
-            scaled = stats.launch_estimate([v * fidelity.scale for v in row.objective_rounds or ()])
-            measured.append((dict(row.params), scaled))
-            if row.status == LaunchStatus.COMPLETE:
-                groups[row.config_hash].append(row)
-                estimates[row.config_hash].append(scaled)
-        if searched_full:
-            noise = stats.between_launch_variance([tuple(g) for g in estimates.values()])
-    launches = {key: tuple(group) for key, group in estimates.items()}
-    blocks = final.blocks(final_rows)
-    configs = {}
-    for key, group in groups.items():
-        params = dict(group[0].params)
-        configs[key] = ConfigResult(
-            config_hash=key,
-            params=params,
-            trials=tuple(r.trial_number for r in group if r.trial_number is not None),
-            launches=launches[key],
-            estimate=stats.config_estimate(launches[key], noise),
-            is_baseline=all(is_default(v) for v in params.values()),
-            roles=frozenset(r.role for r in group if r.role),
-        )
-    if screening:
-        # Pooled within each fidelity: the bias between them is not noise.
-        keyed = [*launches.values(), *(tuple(v) for v in deciding.values())]
-        final_noise = stats.final_noise(keyed) if blocks else None
-    else:
-        final_noise = final.noise_over(launches, final_rows) if blocks else None
+    found = group_launches(rows, space.spec)
     return StudyAnalysis(
         space=space,
-        configs=configs,
-        noise=noise,
-        launch_counts=dict(counts),
-        measured=tuple(measured),
-        limit_checks=feasibility.judge(store, space, groups),
+        configs=found.configs,
+        noise=found.noise,
+        launch_counts=found.counts,
+        measured=found.measured,
+        limit_checks=feasibility.judge(store, space, found.groups),
         objective_estimates=(
-            estimate_objectives(store, study_objectives(space.spec), groups)
+            estimate_objectives(store, study_objectives(space.spec), found.groups)
             if is_multi_objective(space.spec)
             else None
         ),
-        final_blocks=blocks,
-        final_noise=final_noise,
-        fidelity=fidelity,
-        full_opening=tuple(full_opening) if screening else None,
+        final_blocks=found.final_blocks,
+        final_noise=found.final_noise,
+        fidelity=found.fidelity,
+        full_opening=found.full_opening,
     )

@@ -17,11 +17,13 @@ and the space's settings ``cost_plan`` works out, with pure arithmetic:
 - what would lower them: more rounds, more confirmation or baseline launches (each with
   its new minimum), pinned cores, fewer values to try.
 
+``study_plan`` (tuner/study/facts/plan_due.py) gives it once the baseline has its launches.
 ``CostPlan.to_json`` is what the sweep records (study attr ``tuner_plan``); the sweep
 hands the plan to observer.cost_plan, and tuner/views/plan_text.py says it (the lines
 printed by the sweep and by `tuner check --plan`). docs/statistics.md ("The cost plan").
-The levers (what would lower the figures) are tuner/study/facts/plan_levers.py, and what
-a launch costs tuner/study/facts/launch_times.py.
+The levers (what would lower the figures) are tuner/study/facts/plan_levers.py, the
+launches to a verdict tuner/study/facts/plan_launches.py, and what a launch costs
+tuner/study/facts/launch_times.py.
 """
 
 from __future__ import annotations
@@ -35,11 +37,10 @@ from tuner import stats
 from tuner.space.objectives import is_multi_objective
 from tuner.space.spec import SpaceSpec
 from tuner.stats.power import DetectableGain, detectable_gain
-from tuner.study.effects.model import levels
-from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.final_size import FinalSizing, answer_gain, default_looks, size_final
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.load_costs import LoadCosts
+from tuner.study.facts.plan_launches import ScreeningPlan, verdict_launches
 from tuner.study.facts.plan_levers import Lever, levers
 
 PLAN_POWER = 0.5
@@ -180,61 +181,6 @@ class CostPlan:
         }
 
 
-@dataclass(frozen=True)
-class ScreeningPlan:
-    """The launches of a screening study by kind, and its hours against the same study
-    without screening (every launch a full load, ``stop.patience``)."""
-
-    full: LaunchTimes
-    screen: LaunchTimes
-    keep_defaults: tuple[int, int]
-    """(screening, full) launches to keep the defaults."""
-    one_gain: tuple[int, int]
-    """(screening, full) launches with one gain found."""
-    without: tuple[int, int]
-    """Full launches without screening: to keep the defaults, with one gain found."""
-    max_launches: int
-
-    def hours(self, launches: tuple[int, int]) -> float | None:
-        screen, full = self.screen.per_launch_s, self.full.per_launch_s
-        if full is None or (screen is None and launches[0]):
-            return None
-        return (launches[0] * (screen or 0.0) + launches[1] * full) / 3600
-
-    def hours_without(self, launches: int) -> float | None:
-        full = self.full.per_launch_s
-        return None if full is None else launches * full / 3600
-
-    def to_json(self) -> dict[str, Any]:
-        def times(t: LaunchTimes) -> dict[str, Any]:
-            return {
-                "to_healthy": t.healthy_s,
-                "per_launch": t.per_launch_s,
-                "launches_timed": t.launches,
-            }
-
-        return {
-            "seconds": {"full": times(self.full), "screen": times(self.screen)},
-            "launches": {
-                "keep_defaults": {"screen": self.keep_defaults[0], "full": self.keep_defaults[1]},
-                "one_gain": {"screen": self.one_gain[0], "full": self.one_gain[1]},
-                "without_screening": {
-                    "keep_defaults": self.without[0],
-                    "one_gain": self.without[1],
-                },
-                "max_screening": self.max_launches,
-            },
-            "hours": {
-                "keep_defaults": self.hours(self.keep_defaults),
-                "one_gain": self.hours(self.one_gain),
-                "without_screening": {
-                    "keep_defaults": self.hours_without(self.without[0]),
-                    "one_gain": self.hours_without(self.without[1]),
-                },
-            },
-        }
-
-
 def cost_plan(
     spec: SpaceSpec,
     noise: stats.NoiseEstimate,
@@ -292,40 +238,11 @@ def cost_plan(
     def final_mde(power: float, k: int = final_k) -> DetectableGain:
         return answer_gain(spec, noise, k, look_confidence, power)
 
-    values = sum(len(levels(p)) - 1 for p in spec.params.values())
-    per_launch = max(1, spec.search.max_changes)
-    to_try_all = -(-values // per_launch) if values else 0
-    patience = spec.search_patience
-    to_gain = max(1, -(-to_try_all // 2))
     sizing = None if is_multi_objective(spec) else size_final(spec, noise)
     # The final comparison's launches as the budget keeps them: both sides of its sized look.
     final_size = 2 * (sizing.looks.sized if sizing is not None else final_k)
-    full_baselines = spec.screening.baseline_launches if spec.screening is not None else 0
-    quickest = baseline + full_baselines + patience
-    search = to_gain + stop.confirmations + patience + candidate
-    typical = baseline + full_baselines + search + final_size
-    typical_futile = None
-    if futility_min_trials is not None:
-        after = min(patience, futility_min_trials)
-        typical_futile = typical - patience + after
-    full_part = f"{full_baselines} full baseline + " if full_baselines else ""
-    parts = (
-        f"{baseline} baseline + {full_part}~{to_gain} search to it + {stop.confirmations} to "
-        f"confirm it + {patience} search after it + {candidate} for the simpler form "
-        f"+ {final_size} for the final comparison"
-    )
-    screening = None
-    if spec.screening is not None:
-        plain = baseline + to_gain + stop.confirmations + stop.patience + candidate + final_size
-        screening = ScreeningPlan(
-            full=costs.full if costs is not None else times,
-            screen=costs.screen if costs is not None else LaunchTimes(0, None, None),
-            keep_defaults=(baseline + patience, full_baselines),
-            one_gain=(baseline + search, full_baselines + final_size),
-            without=(baseline + stop.patience, plain),
-            max_launches=spec.screening.max_launches,
-        )
-    found = levers(spec, first_noise, times, now, mde, values, to_try_all)
+    counted = verdict_launches(spec, final_size, futility_min_trials, times, costs)
+    found = levers(spec, first_noise, times, now, mde, counted.values, counted.to_try_all)
     return CostPlan(
         noise=noise,
         rounds=rounds,
@@ -343,53 +260,19 @@ def cost_plan(
         final_high_power=final_mde(HIGH_POWER),
         final_launches_max=spec.final_launches_most,
         final_at_most=final_mde(PLAN_POWER, spec.final_launches_most),
-        patience=patience,
-        values=values,
-        trials_to_try_all=to_try_all,
-        quickest=quickest,
-        typical=typical,
-        typical_parts=parts,
-        typical_futile=typical_futile,
+        patience=spec.search_patience,
+        values=counted.values,
+        trials_to_try_all=counted.to_try_all,
+        quickest=counted.quickest,
+        typical=counted.typical,
+        typical_parts=counted.parts,
+        typical_futile=counted.typical_futile,
         budget=budget,
         times=times,
         levers=tuple(found),
-        screening=screening,
+        screening=counted.screening,
         loads=costs.loads if costs is not None else None,
         sizing=sizing,
-    )
-
-
-def study_plan(
-    facts: StudyAnalysis,
-    times: LaunchTimes,
-    *,
-    budget: int | None = None,
-    futility_min_trials: int | None = None,
-    costs: LaunchCosts | None = None,
-) -> CostPlan | None:
-    """The plan once the baseline has its ``stop.baseline_launches`` launches (and, with
-    screening, its ``screening.baseline_launches`` full ones); else None.
-
-    ``times`` is what the study's launches cost (``launch_times``); ``facts`` its analysis.
-    """
-    baseline = facts.baseline
-    spec = facts.space.spec
-    if baseline is None or facts.noise is None:
-        return None
-    if len(baseline.launches) < spec.stop.baseline_launches:
-        return None
-    if spec.screening is not None and len(facts.full_opening or ()) < (
-        spec.screening.baseline_launches
-    ):
-        return None
-    return cost_plan(
-        spec,
-        facts.noise,
-        times,
-        baseline_measured=len(baseline.launches),
-        budget=budget,
-        futility_min_trials=futility_min_trials,
-        costs=costs,
     )
 
 

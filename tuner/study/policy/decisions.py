@@ -1,8 +1,9 @@
 """What the policy decides, as values: launches to queue, a stop, the state after.
 
 ``Decision`` is the whole answer of tuner/study/policy/next_launch.py to one snapshot of
-the study; tuner/study/run/apply.py is the one place that carries it out (claims and
-enqueues the launches, writes the state, says the messages, records the stop).
+the study (each of its steps answers with a part of one: ``goes_on``);
+tuner/study/run/apply.py is the one place that carries it out (claims and enqueues the
+launches, writes the state, says the messages, records the stop).
 """
 
 from __future__ import annotations
@@ -71,3 +72,6 @@ class Decision:
     """The local search's answer this time: True when it had nothing left (None: not asked)."""
     plan: CostPlan | None = None
     """The cost plan to say and record, once."""
+    goes_on: bool = False
+    """Only a part of the decision: the later steps of tuner/study/policy/next_launch.py
+    decide too, seeing its launches queued and its state (False: the decision ends here)."""

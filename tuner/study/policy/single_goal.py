@@ -6,7 +6,8 @@ another beats it beyond the noise. What looks better than it is confirmed
 (tuner/study/policy/confirmations.py); a running search trial that cannot reach the best
 is pruned after a round; before the answer come the final checks
 (tuner/study/policy/final_checks.py); proposals come from the probe's nominee, the local
-search and, when it has nothing left, optuna's TPE with the frozen params at default.
+search and, when it has nothing left, optuna's TPE with the frozen params at default
+(tuner/study/policy/proposals.py).
 """
 
 from __future__ import annotations
@@ -15,19 +16,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from tuner import stats
-from tuner.space.settings import is_default, settings_from_params
-from tuner.space.spec import DEFAULT, Scalar, SpaceSpec
+from tuner.space.settings import is_default
+from tuner.space.spec import DEFAULT, SpaceSpec
 from tuner.study import attrs
 from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
-from tuner.study.policy import (
-    final_checks,
-    final_comparison,
-    futility,
-    local_search,
-    probe_narrowing,
-    screening,
-    steering,
-)
+from tuner.study.policy import final_checks, final_comparison, futility, proposals, screening
 from tuner.study.policy.confirmations import model_backed, needs_confirmation
 from tuner.study.policy.decisions import Launch, Stop
 from tuner.study.policy.snapshot import Snapshot
@@ -50,8 +43,8 @@ _Seen = tuple[StudyAnalysis, tuple[TrialView, ...], StudyState]
 
 PLATEAU_LOOKS = 4
 """Confirmation launches a screened study makes once its patience is used up (the last
-looks before the plateau stop, and what they earn). Unbounded, a study with nothing to
-find went on looking: kimi at 1% noise took 32.5 launches (median) instead of 19."""
+looks before the plateau stop). Bounded: a study with nothing to find would otherwise go
+on looking at one hope after another and never reach its plateau."""
 
 
 class SingleGoal:
@@ -121,18 +114,16 @@ class SingleGoal:
         chance and the stop it comes before, when every untried neighbour is below
         stop.futility and it is not. With screening, before the plateau stop too.
 
-        The futility stop weighs untried neighbours only. Issue 24's misses with the probe:
-        the optimum (the incumbent's two flags and a third) launched once or three times as
-        single configurations, each 1.5-2% above the incumbent, none confirmed, and the
-        stop came with the model still giving them a fair chance. One more launch of the
+        The futility stop weighs untried neighbours only: a configuration launched once,
+        a little above the incumbent and not yet confirmed, can be the optimum the model
+        still gives a fair chance, and stopping then gives it away. One more launch of the
         likeliest settles it: each configuration gets such launches only until it is
         confirmed (1 + stop.confirmations launches: one more, by default).
 
-        The plateau stop of a screened study (misses of interaction-vllm at 1%, no probe):
-        16 screening launches, the pair's and the third flag's values launched two or three
-        times each at +1.5-3%, none confirmed, and the study kept the defaults. There a
+        Before the plateau stop of a screened study the same holds: configurations launched
+        two or three times at a small gain, none confirmed, would be left behind. There a
         look costs a screening launch (minutes); without screening it would cost a model
-        load of --trials, so the plateau stops as it did.
+        load of --trials, so the plateau stops without one.
         """
         weighed = self._futility(snap)
         if weighed is None or not weighed.launched:
@@ -238,75 +229,9 @@ class SingleGoal:
             f"stop below {stop.futility * 100:g}%; patience {patience} not used up)"
         )
 
-    # --- proposals, in order --------------------------------------------------------------
-
     def proposal(self, snap: Snapshot) -> tuple[list[Launch], Snapshot, bool | None, list[str]]:
-        """The next search launch: the probe's nominee (once), else the local search's
-        proposal, else optuna's TPE with the frozen params held at default (or nothing
-        queued: TPE proposes freely). Returns the launches, the snapshot after (the
-        nominee's mark), the local search's answer (True: nothing left; None: not asked)
-        and the messages of proposals skipped for the limits."""
-        if snap.spec.search.method != "local" or snap.facts.baseline is None:
-            return [], snap, None, []
-        nominee, snap = self.nominee(snap)
-        if nominee:
-            return nominee, snap, None, []
-        params, skipped = self.local_search(snap)
-        if params is not None:
-            return (
-                [Launch(params, attrs.SEARCH, {attrs.PROPOSER: attrs.LOCAL})],
-                snap,
-                False,
-                skipped,
-            )
-        if snap.frozen:  # optuna's TPE proposes next: the frozen params stay at default
-            fixed = dict.fromkeys(snap.frozen, DEFAULT)
-            return [Launch(fixed, attrs.SEARCH, {attrs.PROPOSER: attrs.TPE})], snap, True, skipped
-        return [], snap, True, skipped
-
-    def nominee(self, snap: Snapshot) -> tuple[list[Launch], Snapshot]:
-        """The probe's nominee as the first search trial, once."""
-        params = probe_narrowing.nominee(snap.spec, snap.state.probe)
-        if params is None:
-            return [], snap
-        config = settings_from_params(snap.spec, params).config_hash
-        nominated = dataclasses.replace(snap.state.probe, nominated=True)
-        snap = snap.with_state(snap.state.replace(probe=nominated))
-        if config in snap.tried():
-            return [], snap
-        changed = ", ".join(f"{k}={v}" for k, v in params.items() if not is_default(v))
-        launch = Launch(
-            params,
-            attrs.SEARCH,
-            {attrs.PROPOSER: attrs.NOMINEE},
-            message=f"probe: launching its nominee first: {changed}",
-        )
-        return [launch], snap
-
-    def local_search(self, snap: Snapshot) -> tuple[dict[str, Scalar] | None, list[str]]:
-        """The local search's proposal near the incumbent, not what the limits rule out."""
-        facts, spec = snap.facts, snap.spec
-        baseline = facts.baseline
-        assert baseline is not None
-        incumbent = facts.configs.get(snap.state.incumbent or "") or baseline
-        rng = snap.rng()
-        search_spec = snap.search_spec
-        return steering.propose_avoiding(
-            lambda exclude: local_search.propose(
-                search_spec,
-                facts.observations(),
-                incumbent.params,
-                exclude=exclude,
-                rng=rng,
-                min_gain=spec.stop.min_gain,
-                max_changes=spec.search.max_changes,
-                trials_left=spec.search_patience - snap.search_trials_since_gain(),
-                frozen=snap.frozen,
-            ),
-            steering.fit_steering(snap.limit_data, spec, snap.rng(stream=2)),
-            spec,
-            snap.tried(),
-        )
+        """The next search launch (tuner/study/policy/proposals.py)."""
+        return proposals.proposal(snap)
 
     # --- what optuna is told ---------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """A snapshot of the study: everything the policy reads to decide what runs next.
 
-Built once per decision by tuner/study/run/snapshot_read.py from optuna's trials, the
+Built once per decision by tuner/study/run/reader.py from optuna's trials, the
 store's launches (tuner/study/facts/analysis.py) and the study's state; pure from here
 on. ``with_queued`` and ``with_state`` give the snapshot as it will be once earlier parts
 of the same decision are applied, so that each rule sees the launches decided before it
@@ -133,7 +133,7 @@ class Snapshot:
             return 0  # the comparison runs or ran: its next look asks for its own room
         stop, screening = self.spec.stop, self.spec.screening
         opening = stop.baseline_launches if screening is None else screening.baseline_launches
-        looks = self.state.final_looks
+        looks = self.state.final.looks
         for side in (
             looks.sized if looks is not None else stop.final_launches,
             stop.final_launches,

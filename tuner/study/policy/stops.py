@@ -1,9 +1,10 @@
 """The stop rules: each a function of the snapshot, a ``Stop`` or None.
 
 In the style of guidellm's scheduler constraints: one function per reason to stop, each
-saying why in one sentence. tuner/study/policy/next_launch.py asks them in the order of
-``STUDY_RULES``; the first that fires decides, except that a plateau or the futility stop
-gives way to the checks before the answer while any is due. ``peer_stop`` and
+saying why in one sentence. ``study_rules`` (a step of tuner/study/policy/next_launch.py)
+asks them in the order of ``STUDY_RULES``; the first that fires decides, except that a
+plateau or the futility stop gives way to the checks before the answer while any is due,
+and any stop of the study to the final comparison of a candidate. ``peer_stop`` and
 ``worker_budget`` stop this worker only: the study goes on with the others.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable
 
 from tuner.study import attrs
 from tuner.study.policy import exhaustion
-from tuner.study.policy.decisions import Stop
+from tuner.study.policy.decisions import Decision, Stop
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
 from tuner.study.state import StudyState
@@ -47,27 +48,9 @@ def budget(snap: Snapshot, goal: Goal) -> Stop | None:
 
 
 def budget_stop(snap: Snapshot) -> Stop:
+    """The budget's stop: --trials (full launches, with screening) used."""
     full = " full" if snap.spec.screening is not None else ""
     return Stop(attrs.BUDGET, f"used the budget of {snap.budget}{full} launches")
-
-
-def reserve_stop(snap: Snapshot) -> Stop:
-    """The budget's stop when only the final comparison's launches are left and it has
-    nothing to compare (no candidate, or too few launches left for its own)."""
-    left = snap.full_left
-    if left <= 0:
-        return budget_stop(snap)
-    why = (
-        "the search's choice needs more for its final comparison "
-        f"({2 * snap.facts.look_plan.first}: its first look, both sides): not settled"
-        if snap.facts.comparison_candidate() is not None
-        else "kept for a final comparison, and the search found no candidate for one"
-    )
-    return Stop(
-        attrs.BUDGET,
-        f"used the budget of {snap.budget} launches but its last {left}: {why}; "
-        "no launch left could change the answer",
-    )
 
 
 def hours(snap: Snapshot, goal: Goal) -> Stop | None:
@@ -190,6 +173,31 @@ STUDY_RULES: tuple[Rule, ...] = (
 """The study's stop rules in the order they are asked."""
 AFTER_CHECKS: frozenset[Rule] = frozenset({plateau, futile})
 """Rules that let the checks before the answer run first (tuner/study/policy/final_checks.py)."""
+
+
+def study_rules(snap: Snapshot, goal: Goal) -> Decision | None:
+    """The first of ``STUDY_RULES`` that fires decides; None: none fires.
+
+    Under a rule of ``AFTER_CHECKS``, the checks before the answer while any is due: they
+    are queued and the decision ends there (no search launch beside them; this worker's
+    budget may still stop it, the other workers run them). Else a candidate's final
+    comparison before the stop is recorded (tuner/study/policy/final_comparison.py). Else
+    the study stops, and nothing decided before is worth a launch any more.
+    """
+    for rule in STUDY_RULES:
+        stop = rule(snap, goal)
+        if stop is None:
+            continue
+        if rule in AFTER_CHECKS:
+            checks, snap = goal.final_checks(snap)
+            if checks:
+                mine = worker_budget(snap)
+                return Decision(launches=tuple(checks), stop=mine, state=snap.state)
+        final, snap = goal.final_comparison(snap, stop)
+        if final:  # the answer's launches first; the stop is recorded once they are done
+            return Decision(launches=tuple(final), state=snap.state)
+        return Decision(stop=stop, state=snap.state)
+    return None
 
 
 def _tpe_only(snap: Snapshot, goal: Goal) -> bool:

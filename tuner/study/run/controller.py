@@ -22,7 +22,7 @@ from tuner.storage import Store
 from tuner.study import attrs
 from tuner.study.facts.analysis import StudyAnalysis
 from tuner.study.facts.launch_times import launch_costs, launch_times
-from tuner.study.facts.plan import study_plan
+from tuner.study.facts.plan_due import study_plan
 from tuner.study.policy import next_launch
 from tuner.study.policy.decisions import Decision, Stop
 from tuner.study.policy.goal import goal_for
@@ -31,6 +31,7 @@ from tuner.study.run import queue, recovery
 from tuner.study.run.apply import apply
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import FactsReader, WorkerMemory, snapshot
+from tuner.study.run.request import RunRequest
 from tuner.study.state import StudyState
 from tuner.trial.runner import PruneCheck
 
@@ -42,23 +43,18 @@ class SweepController:
         self,
         space: Space,
         store: Store,
-        *,
-        n_trials: int,
+        request: RunRequest,
         observer: SweepObserver,
-        seed: int | None = None,
+        *,
         probe: SweepProbe | None = None,
         claims: queue.Claims | None = None,
-        worker_trials: int | None = None,
         recover: Callable[[], object] | None = None,
-        hours: float | None = None,
     ) -> None:
         self.space = space
         self.spec = space.spec
         self.store = store
-        self.n_trials = n_trials
-        self.hours = hours  # --hours: the study's budget in hours of launches
+        self.request = request  # the budgets (--trials, --worker-trials, --hours), the seed
         self.observer = observer
-        self.seed = seed
         self.probe = probe  # the all-reduce probe (docs/probe.md), when the space has one
         self.goal = goal_for(self.spec)
         self.reader = FactsReader(store, space)
@@ -67,7 +63,6 @@ class SweepController:
         # have a budget of its own; dead workers' trials are recovered after every trial.
         self.claims = claims
         self.worker = claims.worker if claims is not None else None
-        self.worker_trials = worker_trials
         self.recover = recover
         self.worker_stop: tuple[str, str] | None = None
         """Why this worker alone stopped (its own budget, another worker's stop)."""
@@ -94,7 +89,7 @@ class SweepController:
                 plan = study_plan(
                     snap.facts,
                     launch_times(rows),
-                    budget=self.n_trials,
+                    budget=self.request.trials,
                     costs=launch_costs(rows),
                 )
             self.observer.resumed(snap.full_launched, plan)
@@ -131,15 +126,7 @@ class SweepController:
 
     def _snapshot(self, study: optuna.Study, *, finished: int | None) -> Snapshot:
         return snapshot(
-            study,
-            self.reader,
-            self.memory,
-            budget=self.n_trials,
-            seed=self.seed,
-            worker=self.worker,
-            worker_budget=self.worker_trials,
-            finished=finished,
-            hours=self.hours,
+            study, self.reader, self.memory, self.request, worker=self.worker, finished=finished
         )
 
     def _apply(self, study: optuna.Study, state: StudyState, decision: Decision) -> None:

@@ -13,24 +13,18 @@ from contextlib import AbstractContextManager, nullcontext
 from tuner.events import SweepObserver
 from tuner.launcher.gpu_lock import GpuLock
 from tuner.space.spec import Space
+from tuner.study.run.request import RunRequest, Seams
 from tuner.study.run.sweep import SweepOutcome, run_sweep
 from tuner.telemetry.gpu import GpuBackend
-from tuner.trial.runner import RunnerOptions, server_gpus
+from tuner.trial.runner import server_gpus
 
 
 def run_locked_sweep(
     space: Space,
-    *,
-    storage: str,
-    n_trials: int,
-    seed: int | None,
+    request: RunRequest,
     observer: SweepObserver,
     gpu: GpuBackend,
-    runner_options: RunnerOptions,
-    worker_trials: int | None = None,
-    split_by_host: bool = False,
     display: AbstractContextManager[object] | None = None,
-    hours: float | None = None,
 ) -> SweepOutcome:
     """``run_sweep`` with the server's GPUs locked for the whole run; ``gpu`` is closed.
 
@@ -41,17 +35,6 @@ def run_locked_sweep(
     devices = server_gpus(space.spec.server.env, gpu)
     try:
         with GpuLock(gpu, devices, study=space.study_name), display or nullcontext():
-            return run_sweep(
-                space,
-                storage=storage,
-                n_trials=n_trials,
-                seed=seed,
-                observer=observer,
-                gpu=gpu,
-                runner_options=runner_options,
-                worker_trials=worker_trials,
-                split_by_host=split_by_host,
-                hours=hours,
-            )
+            return run_sweep(space, request, Seams(observer=observer, gpu=gpu))
     finally:
         gpu.close()

@@ -44,14 +44,13 @@ from tuner.space.settings import (
     baseline_params,
     is_default,
     settings_from_params,
-    violated_constraints,
 )
-from tuner.space.spec import Scalar, Space
+from tuner.space.spec import Space
 from tuner.stats.wording import percent
 from tuner.study import attrs
-from tuner.study.effects.model import levels
 from tuner.study.facts.analysis import ConfigResult, StudyAnalysis
-from tuner.study.policy.probe_narrowing import closed_values, is_nccl_param
+from tuner.study.policy.probe_narrowing import closed_values
+from tuner.study.run import probe_settings
 from tuner.study.run.probe_cache import (
     CommandProbe,
     Probed,
@@ -86,7 +85,7 @@ class SweepProbe:
         self.runner = runner
         self.observer = observer
         self.size = plan.size_at(self.spec.objective_concurrency)
-        self.nccl_params = [n for n, p in self.spec.params.items() if is_nccl_param(p)]
+        self.nccl_params = probe_settings.nccl_params(self.spec)
         self._baseline = settings_from_params(self.spec, baseline_params(self.spec))
         self._said: str | None = None
         self._memo: dict[str, Probed] = {}  # the study's cache, as this process has read it
@@ -152,7 +151,7 @@ class SweepProbe:
                 "source": self.plan.source,
             },
         )
-        changes = list(self._single_changes())
+        changes = list(probe_settings.single_changes(self.spec, self.nccl_params))
         total = 1 + len(changes)
         self.observer.probe_progress(0, total, "the defaults")
         default = self.measure(study, self._baseline)
@@ -262,7 +261,7 @@ class SweepProbe:
             return None
         share = self.comm_share_of(baseline, default.result.mean_us(self.size))
         by_param: dict[str, dict[str, ProbeComparison | str]] = {}
-        for name, value, settings in self._single_changes():
+        for name, value, settings in probe_settings.single_changes(self.spec, self.nccl_params):
             probed = self.measure(study, settings)
             cmp = self.compare(probed, default)
             by_param.setdefault(name, {})[str(value)] = (
@@ -273,25 +272,13 @@ class SweepProbe:
         if finding.combined_gain < min_gain:
             return finding
         # Small gains whose sum reaches min_gain: probe them at once before keeping them.
-        together = self._together(together_values(by_param, finding))
+        together = probe_settings.together(self.spec, together_values(by_param, finding))
         if together is None:
             return finding
         cmp = self.compare(self.measure(study, together), default)
         if cmp is None:
             return finding
         return nccl_finding(by_param, comm_share=share, min_gain=min_gain, together=cmp)
-
-    def _together(self, values: Mapping[str, str]) -> Settings | None:
-        """The baseline with ``values`` (param -> str(value)) set at once, when that is a
-        valid configuration of two or more changes; else None."""
-        if len(values) < 2:
-            return None
-        params = dict(baseline_params(self.spec))
-        for name, text in values.items():
-            params[name] = next(v for v in levels(self.spec.params[name]) if str(v) == text)
-        if violated_constraints(self.spec, params):
-            return None
-        return settings_from_params(self.spec, params)
 
     def comm_share_of(self, config: ConfigResult, us_per_allreduce: float) -> float:
         """The share of a decode step these all-reduces take: the space's, or measured."""
@@ -301,11 +288,3 @@ class SweepProbe:
         if step_s is None:
             return 1.0  # unknown: assume NCCL can move all of it (never freezes wrongly)
         return comm_share(self.plan.allreduces_per_token * us_per_allreduce * 1e-6, step_s)
-
-    def _single_changes(self) -> list[tuple[str, Scalar, Settings]]:
-        base = baseline_params(self.spec)
-        out = []
-        for name in self.nccl_params:
-            for value in levels(self.spec.params[name])[1:]:
-                out.append((name, value, settings_from_params(self.spec, {**base, name: value})))
-        return out

@@ -23,6 +23,7 @@ from tuner.study.facts.analysis import StudyAnalysis, analyze
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes, launch_costs, launch_times
 from tuner.study.facts.limit_data import LimitData, limit_data
 from tuner.study.policy.snapshot import Snapshot
+from tuner.study.run.request import RunRequest
 from tuner.study.state import StudyState, TrialView
 
 
@@ -78,17 +79,15 @@ def snapshot(
     study: optuna.Study,
     reader: FactsReader,
     memory: WorkerMemory,
+    request: RunRequest,
     *,
-    budget: int,
-    seed: int | None,
     worker: str | None,
-    worker_budget: int | None,
     finished: int | None,
-    hours: float | None = None,
 ) -> Snapshot:
-    """The study as the policy sees it now."""
+    """The study as the policy sees it now, with the budgets and seed ``request`` gives."""
+    hours = request.hours
     state = StudyState.from_attrs(study.user_attrs)
-    reader.looks = state.final_looks  # the answer's looks, as sized
+    reader.looks = state.final.looks  # the answer's looks, as sized
     facts = reader.facts()
     trials = trial_views(study)
     times = launch_times(reader.rows) if not state.plan_said else LaunchTimes(0, None, None)
@@ -97,10 +96,10 @@ def snapshot(
         facts=facts,
         state=state,
         trials=trials,
-        budget=budget,
-        seed=seed,
+        budget=request.trials,
+        seed=request.seed,
         worker=worker,
-        worker_budget=worker_budget,
+        worker_budget=request.worker_trials,
         stop_seen=memory.stop_seen,
         finished=finished,
         idle_proposals=memory.idle_proposals,

@@ -106,7 +106,7 @@ def run_trial(
     trial.set_user_attr(attrs.FIDELITY, level)
     if spec.screening is not None and level == attrs.FULL:
         launched = full_launched(trial_views(trial.study))
-        reserved = screening.full_reserve_refusal(spec, role, launched, controller.n_trials)
+        reserved = screening.full_reserve_refusal(spec, role, launched, controller.request.trials)
         if reserved:
             _not_launched(trial, reserved)
     # With screening, a full search launch (a setting screening cannot judge) is not pruned
