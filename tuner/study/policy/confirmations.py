@@ -79,11 +79,12 @@ def model_backed(
     surest beats the incumbent by ``min_gain``, when it is SCREEN_CONFIDENCE sure.
 
     The screening test judges a configuration by its own launches alone; the model also
-    counts the launches that share its settings. Issue 24's misses: at 1% noise, with the
-    noise estimated high from few launches, thirteen single launches that all carried the
-    same three 2.5% settings (+2.5% to +3.8% over the incumbent each) never passed the
-    screening test, so none was confirmed and the candidate stayed 3% short of the
-    optimum. The model's chance is computed over ``spec`` (the probe's narrowed space)."""
+    counts the launches that share its settings. Why: while the noise is estimated high
+    from few launches, many single launches that all carry the same small gains can each
+    fail the screening test, so none is confirmed and the candidate stays short of the
+    optimum; pooled, the model sees the shared settings' effect (docs/measurements/
+    screening.md has the studies). The model's chance is computed over ``spec`` (the
+    probe's narrowed space)."""
     stop = facts.space.spec.stop
     sign = 1.0 if facts.direction == "maximize" else -1.0
     # Against the better of the incumbent and the best: once one configuration with those

@@ -13,7 +13,7 @@ the largest of these. The study stops (reason ``futile``) when that is below
 untried value keeps its prior (one in five has an effect, sd 5%), worth about an 8%
 chance on its own, above the default threshold of 5%: the search never stops while a
 value is untried, nor on the prior alone. docs/search.md ("Stopping early") has the
-rule, docs/statistics.md its measurement.
+rule, docs/measurements/futility-stop.md its measurement.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ from tuner.study.effects.neighbours import neighbours
 
 DRAWS = 1024
 """Posterior draws behind the check. The largest of many neighbours' chances is read off
-them, and Monte Carlo noise inflates a maximum: on one flat study, three runs each read
-6-9% from the proposal's 128 draws, 5-11% from 512 and 3-5% from 2048."""
+them, and Monte Carlo noise inflates a maximum: the draws must be many enough that the
+maximum's spread stays well under the threshold (a few points at 1024; at 128 it can pass
+the default 5% threshold on a flat study)."""
 MIN_TRIALS = 5
-"""Search trials since the last gain before the model may stop the search. Measured
-(docs/statistics.md): at 3 the model sometimes stopped a study whose last setting had
-been masked by a loser launched with it, which the plateau's remaining trials would
-have found; at 5 none was lost, and a study still saves up to patience - 5 launches."""
+"""Search trials since the last gain before the model may stop the search: a setting can be
+masked by a loser launched with it, and the next few search launches, which try it in
+other company, are what unmask it; fewer lost such settings, and a study still saves up to
+patience - 5 launches (docs/measurements/futility-stop.md)."""
 
 
 def chances_of_gain(
