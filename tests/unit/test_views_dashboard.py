@@ -19,7 +19,7 @@ def test_without_optuna_dashboard_the_error_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "optuna_dashboard", None)  # import fails
-    with pytest.raises(ConfigError, match=r"pip install 'tuner\[dashboard\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'launch-tuner\[dashboard\]'"):
         dashboard.run_dashboard("sqlite:///x.db", 8080)
 
 
