@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from optuna.trial import FrozenTrial
 
+from tuner.errors import LaunchError
 from tuner.events import SweepObserver
+from tuner.sim.checks import PHASES
 from tuner.sim.faults import DEFAULT_DRIFT_LAUNCHES, throughput_factor
 from tuner.telemetry.gpu import GpuInfo, GpuProcess, GpuSample
 from tuner.views.trial_line import trial_line
@@ -162,7 +165,8 @@ class FakeRunner:
 
     ``speed(params)`` gives a configuration's true objective; each launch gets its own
     offset (between-launch noise, ``between`` relative sd) and each round its own
-    jitter (``within``). Failures come from ``fail(params)`` returning a reason.
+    jitter (``within``). Failures come from ``fail(params)`` returning a reason, or the
+    LaunchError the launcher would raise (``sim_startup_error``: its cause and log tail).
     Rows go to the store as the real runner writes them, since the sweep reads them.
     ``seconds`` = (to healthy, benchmark and stop) times every launch as if it took them.
 
@@ -212,7 +216,6 @@ class FakeRunner:
         self.fidelities: list[str] = []  # each launch's, in the order of ``launched``
 
     def run(self, *, trial_id, trial_number, role, settings, prune_check=None, fidelity="full"):  # type: ignore[no-untyped-def]
-        from tuner.errors import LaunchError
         from tuner.trial.runner import LaunchOutcome
 
         index = self.launches  # as the sim's --launch-index-file gives it
@@ -231,6 +234,9 @@ class FakeRunner:
             argv=["fake"],
         )
         reason = self.fail(settings.params) if self.fail else None
+        if isinstance(reason, LaunchError):
+            self.store.update_launch(launch_id, status="failed", reason=reason.reason)
+            raise reason
         if reason:
             self.store.update_launch(launch_id, status="failed", reason=reason)
             raise LaunchError(reason, exit_code=1)
@@ -270,6 +276,47 @@ class FakeRunner:
             **timing,
         )
         return LaunchOutcome(launch_id=launch_id, round_values=tuple(rounds), pruned_reason=pruned)
+
+
+def sim_startup_error(
+    profile: str, argv: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> LaunchError | None:
+    """The LaunchError the launcher raises when ``tuner.sim --profile PROFILE ARGV`` refuses
+    to start (None when it starts): the log the simulator writes up to its failure (the
+    load's lines as far as it gets, the KV cache's, the capture bar when the graphs run
+    out, its traceback), read by the launcher's own path (``exit_reason``), so its reason
+    and cause are what a real launch of the simulator records."""
+    from tuner.launcher.exit_reason import early_exit_error
+    from tuner.sim.checks import first_failure
+    from tuner.sim.profiles import PROFILES
+    from tuner.sim.settings import parse_settings
+    from tuner.sim.startup_phases import CAPTURE_BAR, CAPTURE_SIZES
+
+    settings = parse_settings(["--profile", profile, *argv], dict(env or {}), strict=False)
+    failure = first_failure(PROFILES[profile], settings)
+    if failure is None:
+        return None
+    info = "(APIServer pid=7) INFO 12-06 10:00:00"
+    lines = [f"{info} [api_server.py:1839] vLLM API server version 0.0.0-sim"]
+    moments = PHASES.index(failure.phase)
+    if moments >= PHASES.index("load"):
+        lines += [
+            f"{info} [gpu_model_runner.py:2338] Starting to load model sim/{profile}...",
+            "Loading safetensors checkpoint shards:  50% Completed | 32/64 [00:01<00:01, 30it/s]",
+        ]
+    if moments >= PHASES.index("warmup"):
+        lines += [
+            "Loading safetensors checkpoint shards: 100% Completed | 64/64 [00:02<00:00, 30it/s]",
+            f"{info} [gpu_model_runner.py:2370] Model loading took 63.7500 GiB and 2.1 seconds",
+            f"{info} [gpu_worker.py:298] Available KV cache memory: 11.33 GiB",
+        ]
+    if failure.phase == "capture":
+        lines.append(f"{CAPTURE_BAR} 0/{CAPTURE_SIZES} [00:00<?, ?it/s]")
+    lines += failure.warn_lines("host", 7)
+    lines.append("(APIServer pid=7) ERROR 12-06 10:00:02 [core.py:708] EngineCore failed to start.")
+    lines += failure.traceback_lines()
+    tail = "\n".join(lines)
+    return early_exit_error(1, tail, tail)
 
 
 class RecordingObserver(SweepObserver):

@@ -36,7 +36,9 @@ class LaunchError(TunerError):
     """The server failed to start, exited early, or left something behind.
 
     ``reason`` is a one-line cause fit for the trials table; ``log_tail`` is the
-    last lines the server wrote, kept so a failed trial can be understood later.
+    last lines the server wrote, kept so a failed trial can be understood later;
+    ``cause`` is the failure's cause when the launcher read it from a longer tail
+    (tuner/launcher/failure_cause.py names them).
     """
 
     def __init__(
@@ -45,11 +47,13 @@ class LaunchError(TunerError):
         *,
         exit_code: int | None = None,
         log_tail: str = "",
+        cause: str | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.exit_code = exit_code
         self.log_tail = log_tail
+        self.cause = cause
 
 
 class PortTakenError(LaunchError):

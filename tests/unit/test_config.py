@@ -156,7 +156,15 @@ def test_shipped_space_found_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize(
-    "name", ["sim.yaml", "nccl.yaml", "vllm-cpu.yaml", "slo-sim.yaml", "slo-vllm-cpu.yaml"]
+    "name",
+    [
+        "sim.yaml",
+        "nccl.yaml",
+        "vllm-cpu.yaml",
+        "slo-sim.yaml",
+        "slo-vllm-cpu.yaml",
+        "memory-sim.yaml",
+    ],
 )
 def test_shipped_spaces_are_valid(name: str) -> None:
     space = load_space(name)

@@ -55,6 +55,7 @@ def test_the_steps_are_asked_in_the_documented_order() -> None:
         "step",  # final_comparison.step
         "plan_said",
         "track",
+        "failures",
         "confirmations",
         "study_rules",
         "worker_budget",
@@ -62,8 +63,8 @@ def test_the_steps_are_asked_in_the_documented_order() -> None:
         "proposal",
     ]
     assert next_launch.AFTER_TRIAL_STEPS[1] is final_comparison.step
-    assert next_launch.AFTER_TRIAL_STEPS[5] is stops.study_rules
-    assert next_launch.AFTER_TRIAL_STEPS[7] is final_reserve.budget_end
+    assert next_launch.AFTER_TRIAL_STEPS[6] is stops.study_rules
+    assert next_launch.AFTER_TRIAL_STEPS[8] is final_reserve.budget_end
 
 
 def test_peer_stopped_stops_this_worker_only_on_a_mark_it_has_not_seen() -> None:

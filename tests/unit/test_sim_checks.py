@@ -111,3 +111,77 @@ def test_failures_come_in_phase_order() -> None:
     phases = [f.phase for f in startup_failures(PROFILES[KIMI], s)]
     assert phases == sorted(phases, key=PHASES.index)
     assert phases[0] == "start" and "init" in phases and phases[-1] == "warmup"
+
+
+# -- memory-tight: out of memory after the load ------------------------------------------------
+MEMORY = "memory-tight"
+SEQS = (None, "64", "128", "512", "1024")
+BATCHED = (None, "4096", "16384")
+UTILIZATION = (None, "0.8", "0.92")
+
+
+def memory_failure(seqs: str | None, batched: str | None, util: str | None):  # noqa: ANN201
+    argv = []
+    for flag, value in (
+        ("--max-num-seqs", seqs),
+        ("--max-num-batched-tokens", batched),
+        ("--gpu-memory-utilization", util),
+    ):
+        if value is not None:
+            argv += [flag, value]
+    return failure(MEMORY, *argv)
+
+
+def test_memory_tight_fails_in_two_seqs_values_and_one_pair_only() -> None:
+    # search_spaces/memory-sim.yaml's grid: every combination, and what fails.
+    failed = {
+        (seqs, batched, util)
+        for seqs in SEQS
+        for batched in BATCHED
+        for util in UTILIZATION
+        if memory_failure(seqs, batched, util) is not None
+    }
+    expected = {(s, b, u) for s in ("512", "1024") for b in BATCHED for u in UTILIZATION} | {
+        (s, "16384", "0.8") for s in SEQS
+    }
+    assert failed == expected
+
+
+@pytest.mark.parametrize(
+    ("seqs", "batched", "util", "phase", "text"),
+    [
+        ("512", None, None, "capture", "torch.OutOfMemoryError: CUDA out of memory."),
+        ("1024", None, "0.92", "capture", "allocated in private pools (e.g., CUDA Graphs)"),
+        ("512", None, "0.8", "warmup", "ValueError: To serve at least one request"),
+        (
+            "1024",
+            None,
+            "0.8",
+            "warmup",
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine. See https://docs.vllm.ai/",
+        ),
+        (None, "16384", "0.8", "warmup", "max seq len (65536), (4.29 GiB KV cache is needed"),
+    ],
+)
+def test_memory_tight_fails_after_the_load_with_vllms_words(
+    seqs: str | None, batched: str | None, util: str | None, phase: str, text: str
+) -> None:
+    f = memory_failure(seqs, batched, util)
+    assert f is not None and f.phase == phase
+    assert text in f.exception
+    frames = "\n".join(f.frames)
+    # the frames a reader of the log tells the moment by
+    assert ("capture_model" in frames) == (phase == "capture")
+    assert ("_initialize_kv_caches" in frames) == (phase == "warmup")
+
+
+def test_without_cuda_graphs_the_graphs_cannot_run_out() -> None:
+    assert memory_failure("512", None, None) is not None
+    assert failure(MEMORY, "--max-num-seqs", "512", "--enforce-eager") is None
+    assert failure(MEMORY, "--max-num-seqs", "512", "-O0") is None
+
+
+def test_the_other_profiles_keep_their_memory() -> None:
+    # Without memory figures the scheduler's limits cost nothing: Kimi starts at 1024 seqs.
+    assert failure(KIMI, "--max-num-seqs", "1024", "--max-num-batched-tokens", "16384") is None

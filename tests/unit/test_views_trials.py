@@ -39,6 +39,7 @@ def test_each_trial_is_a_row_with_its_launch_facts_or_its_failure(tmp_path: Path
         "reason",
         "host",
         "fidelity",
+        "failure_cause",
     ]
 
 

@@ -24,6 +24,8 @@ class Failure:
     launched: bool
     changed: str
     reason: str
+    cause: str | None = None
+    """Why its launch failed, as the search learns from it (launcher/failure_cause.py)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ def failures(
                 reason=str(
                     t.user_attrs.get(attrs.REASON) or reasons.get(t.number) or "no reason recorded"
                 ),
+                cause=t.user_attrs.get(attrs.FAILURE_CAUSE),
             )
         )
     return tuple(out)

@@ -1,10 +1,12 @@
 """Configurations the real stack refuses, and the phase of startup where each one fails.
 
 vLLM validates its config before anything else (``start``), NCCL parses its environment when
-the communicators come up (``init``), memory runs out while weights stream in (``load``), and
-some NCCL choices only break at the first collectives of the warmup (``warmup``), after a long
-load. A tuner must survive all four, so the simulator reproduces each at its real moment and
-with text shaped like the real message.
+the communicators come up (``init``), memory runs out while weights stream in (``load``), some
+NCCL choices only break at the first collectives of the warmup and a KV cache too small is
+refused when it is sized (``warmup``), and CUDA graphs that do not fit the memory outside the
+budget run out of it while they are captured (``capture``): the last two after a whole load.
+A tuner must survive all five, so the simulator reproduces each at its real moment and with
+the real message's text (vLLM's own, or torch's).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from tuner.sim.effective import graphs_gib, graphs_room_gib, weights_room_gib
 from tuner.sim.model import (
     effective_max_model_len,
     effective_max_num_batched_tokens,
@@ -24,11 +27,15 @@ from tuner.sim.model import (
     kv_capacity_tokens,
 )
 from tuner.sim.nccl import warmup_failure
+from tuner.sim.phases import captures_graphs
 from tuner.sim.profiles import GIB, Profile
 from tuner.sim.settings import SimSettings
 
-Phase = Literal["start", "init", "load", "warmup"]
-PHASES: tuple[Phase, ...] = ("start", "init", "load", "warmup")
+Phase = Literal["start", "init", "load", "warmup", "capture"]
+PHASES: tuple[Phase, ...] = ("start", "init", "load", "warmup", "capture")
+CONSERVING_MEMORY = (
+    "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+)
 
 _CONFIG_FRAME = (
     '  File "/opt/vllm/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 1103, '
@@ -54,6 +61,25 @@ _WARMUP_FRAME = (
     '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 335, '
     "in compile_or_warm_up_model",
     "    self.model_runner._dummy_run(",
+)
+_KV_FRAME = (
+    '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 202, '
+    "in _initialize_kv_caches",
+    "    kv_cache_configs = get_kv_cache_configs(",
+    '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 707, '
+    "in check_enough_kv_cache_memory",
+    "    _check_enough_kv_cache_memory(",
+)
+_CAPTURE_FRAME = (
+    '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 392, '
+    "in compile_or_warm_up_model",
+    "    cuda_graph_memory_bytes = self.model_runner.capture_model()",
+    '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", '
+    "line 3512, in capture_model",
+    "    self._capture_cudagraphs(",
+    '  File "/opt/vllm/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", '
+    "line 3598, in _capture_cudagraphs",
+    "    self._dummy_run(",
 )
 
 
@@ -163,9 +189,11 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
                 _MODEL_FRAME,
             )
         )
-    # load: weights do not fit
+    # load: weights do not fit (with memory figures the budget's rest is the KV cache's and
+    # the activations', sized after the load: see warmup)
     free = free_memory_gib(profile, settings)
-    if free < 0:
+    room = weights_room_gib(profile, settings)
+    if (room if profile.memory is not None else free) < 0:
         per_gpu = profile.weights_gib / gpus_used(profile, settings)
         fits = max(0.0, per_gpu + free) / per_gpu
         budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
@@ -192,25 +220,78 @@ def startup_failures(profile: Profile, settings: SimSettings) -> list[Failure]:
                 nccl_warn=warn,
             )
         )
-    max_len = effective_max_model_len(profile, settings)
-    capacity = kv_capacity_tokens(profile, settings)
-    if free >= 0 and capacity < max_len:
-        need = max_len * kv_cache_bytes_per_token_per_gpu(profile, tp) / pp / GIB
-        out.append(
-            Failure(
-                "warmup",
-                f"ValueError: To serve at least one request with the models's max seq len "
-                f"({max_len}), ({need:.2f} GiB KV cache is needed, which is larger than the "
-                f"available KV cache memory ({free:.2f} GiB). Based on the available memory, the "
-                f"estimated maximum model length is {capacity}. Try increasing "
-                "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
-                "engine.",
-                _WARMUP_FRAME,
-            )
-        )
+    out.extend(_kv_cache_failures(profile, settings, free, room))
     if settings.fail_after_load:
         out.append(Failure("warmup", f"RuntimeError: {settings.fail_after_load}", _WARMUP_FRAME))
+    # capture: the CUDA graphs, after the KV cache took the budget's rest
+    graphs_room = graphs_room_gib(profile, settings)
+    need = graphs_gib(profile, settings)
+    if graphs_room is not None and captures_graphs(settings) and need > graphs_room:
+        out.append(_graph_capture_oom(profile, need, graphs_room))
     return out
+
+
+def _kv_cache_failures(
+    profile: Profile, settings: SimSettings, free: float, room: float
+) -> list[Failure]:
+    """vLLM's two refusals when it sizes the KV cache (v1/core/kv_cache_utils.py,
+    ``_check_enough_kv_cache_memory``): nothing left after the activations, or too little
+    for one request of the model's max length."""
+    if profile.memory is not None and room >= 0 and free <= 0:
+        return [
+            Failure(
+                "warmup",
+                "ValueError: No available memory for the cache blocks. Try increasing "
+                "`gpu_memory_utilization` when initializing the engine. " + CONSERVING_MEMORY,
+                _KV_FRAME,
+            )
+        ]
+    max_len = effective_max_model_len(profile, settings)
+    capacity = kv_capacity_tokens(profile, settings)
+    if free < 0 or capacity >= max_len:
+        return []
+    tp, pp = effective_tp(profile, settings), effective_pp(settings)
+    need = max_len * kv_cache_bytes_per_token_per_gpu(profile, tp) / pp / GIB
+    estimate = (
+        f"Based on the available memory, the estimated maximum model length is {capacity}. "
+        if capacity > 0
+        else ""
+    )
+    return [
+        Failure(
+            "warmup",
+            f"ValueError: To serve at least one request with the models's max seq len "
+            f"({max_len}), ({need:.2f} GiB KV cache is needed, which is larger than the "
+            f"available KV cache memory ({free:.2f} GiB). {estimate}Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+            "engine. " + CONSERVING_MEMORY,
+            _KV_FRAME,
+        )
+    ]
+
+
+def _graph_capture_oom(profile: Profile, need: float, room: float) -> Failure:
+    """torch's out-of-memory error as vLLM's graph capture meets it: the graph pool has taken
+    what was free outside the budget, and the next graph does not fit (torch's wording)."""
+    total = profile.gpu_memory_gib
+    pool = max(0.0, room)
+    left = 0.04  # what the allocator cannot use
+    in_use = total - left
+    outside = profile.memory.outside if profile.memory is not None else 0.0
+    reserved = 0.12
+    return Failure(
+        "capture",
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {need - pool:.2f} GiB. "
+        f"GPU 0 has a total capacity of {total:.2f} GiB of which {left:.2f} GiB is free. "
+        f"Including non-PyTorch memory, this process has {in_use:.2f} GiB memory in use. Of "
+        f"the allocated memory {in_use - outside - reserved:.2f} GiB is allocated by PyTorch, "
+        f"with {pool:.2f} GiB allocated in private pools (e.g., CUDA Graphs), and "
+        f"{reserved:.2f} GiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:"
+        "True to avoid fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+        _CAPTURE_FRAME,
+    )
 
 
 def first_failure(profile: Profile, settings: SimSettings) -> Failure | None:

@@ -81,10 +81,41 @@ def kv_cache_bytes_per_token_per_gpu(profile: Profile, tp: int) -> float:
     return profile.kv_bytes_per_token / min(tp, profile.num_kv_heads)
 
 
+def activation_gib(profile: Profile, settings: SimSettings) -> float:
+    """GiB per GPU the profile run peaks at: the profile's constant, or with memory figures
+    what ``--max-num-batched-tokens`` and ``--max-num-seqs`` cost (:class:`MemoryFigures`)."""
+    memory = profile.memory
+    if memory is None:
+        return profile.activation_gib
+    return memory.activation_gib(
+        effective_max_num_batched_tokens(profile, settings),
+        effective_max_num_seqs(profile, settings),
+    )
+
+
+def weights_room_gib(profile: Profile, settings: SimSettings) -> float:
+    """GiB per GPU of the ``--gpu-memory-utilization`` budget the weights leave."""
+    budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
+    return budget - profile.weights_gib / gpus_used(profile, settings)
+
+
 def free_memory_gib(profile: Profile, settings: SimSettings) -> float:
     """GiB per GPU left for the KV cache after weights and activations (negative: OOM)."""
-    budget = profile.gpu_memory_gib * settings.gpu_memory_utilization
-    return budget - profile.weights_gib / gpus_used(profile, settings) - profile.activation_gib
+    return weights_room_gib(profile, settings) - activation_gib(profile, settings)
+
+
+def graphs_room_gib(profile: Profile, settings: SimSettings) -> float | None:
+    """GiB per GPU CUDA graphs may take, outside the budget (None: no memory figures)."""
+    if profile.memory is None:
+        return None
+    outside = profile.gpu_memory_gib * (1.0 - settings.gpu_memory_utilization)
+    return outside - profile.memory.outside
+
+
+def graphs_gib(profile: Profile, settings: SimSettings) -> float:
+    """GiB per GPU the CUDA graphs take (0 without memory figures: they always fit)."""
+    memory = profile.memory
+    return 0.0 if memory is None else memory.graphs_gib(effective_max_num_seqs(profile, settings))
 
 
 def kv_capacity_tokens(profile: Profile, settings: SimSettings) -> int:

@@ -70,3 +70,7 @@ class SearchSpec(StrictModel):
     # local: change at most max_changes settings of the incumbent at a time, picked by a
     # model of each setting's effect (TPE once no neighbour is left); tpe: optuna's TPE.
     max_changes: int = Field(default=3, ge=1, le=4)
+    # Failed launches teach the search (docs/search.md, "Failed launches"): what failed for
+    # the settings is not launched again. false: every proposal is launched, as before (for
+    # benchmarks/failure_learning.py, which measures what the learning saves).
+    learn_from_failures: bool = True

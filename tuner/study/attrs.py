@@ -33,7 +33,15 @@ CLAIM: Final = "tuner_claim"
 claim, so the study says whether a claimed launch was queued (a dead worker's claim on a
 launch no trial carries expires)."""
 RETRY_OF: Final = "tuner_retry_of"
-"""Of a trial queued again after its worker died: the number of the trial it repeats."""
+"""Of a trial queued again after its worker died, or after its launch failed for a cause
+that may be chance (a timeout, a crash: tuner/study/policy/failed_before.py): the number
+of the trial it repeats."""
+FAILURE_CAUSE: Final = "tuner_failure_cause"
+"""Of a trial whose launch failed: its cause (tuner/launcher/failure_cause.py: ``oom_load``,
+``oom_kv_cache``, ``oom_graph_capture``, ``nccl_error``, ``flag_refused``, ``timeout``,
+``crash``, ``port_taken``, ``interrupted``), which the search learns from."""
+FAILURE_RETRY: Final = "failure_retry"
+"""The claim kind of a failed launch queued once more (keyed by the failed trial's number)."""
 CUT_SHORT: Final = "tuner_interrupted"
 """Of a trial: True when its launch was cut short from outside (Ctrl-C, SIGTERM, a dead
 worker): not charged to --trials, and run again when the study resumes."""

@@ -11,13 +11,16 @@ without a launch. In order:
    all-reduce is off anyway);
 and for a search trial (not a retry of a dead worker's trial):
 4. a duplicate: the same configuration was launched before;
-5. the probe: its all-reduce is slower than the default's, or fails, or it sets a param
+5. failed before: a value or a combination that failed for its settings, or a suspect of
+   such a failure beside untried values (tuner/study/policy/failed_before.py; ``failed``);
+6. the probe: its all-reduce is slower than the default's, or fails, or it sets a param
    or value the probe closed (tuner/study/run/probe.py measures; the reasons are its);
-6. the limits: proposed by TPE and likely to break one (tuner/study/policy/steering.py;
+7. the limits: proposed by TPE and likely to break one (tuner/study/policy/steering.py;
    the local search's proposals were steered before they were queued).
 
-The probe and the limits are asked lazily (``probe``, ``limits``): they cost a probe run
-or a model fit, and are only worth it once the cheaper checks passed.
+The failures, the probe and the limits are asked lazily (``failed``, ``probe``,
+``limits``): they read the study's trials, cost a probe run or a model fit, and are only
+worth it once the cheaper checks passed.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ def refusal(
     probe: Check | None = None,
     limits: Check | None = None,
     topology: Topology | None = None,
+    failed: Check | None = None,
 ) -> str | None:
     """Why ``candidate`` is not launched (every reason ends "not launched"), or None."""
     settings = candidate.settings
@@ -73,6 +77,9 @@ def refusal(
         return None
     if candidate.previous is not None:
         return f"same configuration as trial {candidate.previous}; not launched again"
+    refused = failed() if failed is not None else None
+    if refused:
+        return refused
     found = probe() if probe is not None else None
     if found:
         return found

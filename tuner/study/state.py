@@ -199,9 +199,16 @@ class TrialView:
     or a study from before screening: full)."""
     interrupted: bool = False
     """Cut short from outside (Ctrl-C, a signal, a dead worker): not charged to --trials."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Every param's value, ``default`` included (empty: a free proposal not yet started)."""
+    cause: str | None = None
+    """Why its launch failed (tuner/launcher/failure_cause.py), when it did."""
+    retry_of: int | None = None
+    """The trial it launches again (a dead worker's, or a failure's that may be chance)."""
 
     @classmethod
     def of(cls, number: int, state: str, found: Mapping[str, Any]) -> TrialView:
+        retry_of = found.get(attrs.RETRY_OF)
         return cls(
             number=number,
             state=state,
@@ -212,6 +219,9 @@ class TrialView:
             worker=found.get(attrs.WORKER),
             fidelity=found.get(attrs.FIDELITY),
             interrupted=bool(found.get(attrs.CUT_SHORT)),
+            params=dict(found.get(attrs.PARAMS) or {}),
+            cause=found.get(attrs.FAILURE_CAUSE),
+            retry_of=int(retry_of) if retry_of is not None else None,
         )
 
     @property
@@ -229,3 +239,8 @@ class TrialView:
     @property
     def finished(self) -> bool:
         return self.state in ("COMPLETE", "PRUNED", "FAIL")
+
+    @property
+    def started(self) -> bool:
+        """Its server reached health: measured, or pruned on its rounds."""
+        return self.launched and self.state in ("COMPLETE", "PRUNED")

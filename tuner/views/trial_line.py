@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.launcher.failure_cause import words
 from tuner.space.settings import changed_from_defaults
 from tuner.study import attrs
 
@@ -21,6 +22,9 @@ def trial_line(trial: FrozenTrial, metric: str) -> str:
         outcome = f"{metric}={trial.values[0]:.4g}"
     else:
         outcome = trial.state.name.lower()
+        cause = trial.user_attrs.get(attrs.FAILURE_CAUSE)
+        if cause:
+            outcome += f" ({words(cause)})"  # what the search learns from it
         reason = trial.user_attrs.get(attrs.REASON)
         if reason:
             outcome += f": {reason}"

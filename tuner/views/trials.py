@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuner.errors import ConfigError, StoreError
+from tuner.launcher.failure_cause import words
 from tuner.launcher.load_phases import PHASE_LABELS, LoadPhases
 from tuner.space.settings import changed_from_defaults
 from tuner.space.spec import Scalar
@@ -28,6 +29,8 @@ from tuner.study.attrs import PARAMS as PARAMS_ATTR
 from tuner.study.attrs import REASON as REASON_ATTR
 from tuner.study.attrs import ROLE as ROLE_ATTR
 from tuner.study.attrs import SEARCH
+from tuner.study.run.reader import trial_views
+from tuner.views.best_failures import failures_answer
 from tuner.views.best_topology import topology_answer
 from tuner.views.study_access import StoredStudy, open_study
 
@@ -51,6 +54,8 @@ class TrialRow:
     """The host it ran on (several share a study on PostgreSQL: docs/distributed.md)."""
     fidelity: str | None = None
     """``screen`` or ``full`` (None: not launched, or a study from before screening)."""
+    cause: str | None = None
+    """Why its launch failed, as the search learns from it (launcher/failure_cause.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +69,7 @@ class TrialRow:
             "reason": self.reason,
             "host": self.host,
             "fidelity": self.fidelity,
+            "failure_cause": self.cause,
         }
 
 
@@ -96,6 +102,7 @@ def _rows(opened: StoredStudy, study: str) -> list[TrialRow]:
                 reason=t.user_attrs.get(REASON_ATTR) or (launch.reason if launch else None),
                 host=launch.host if launch else t.user_attrs.get(HOST_ATTR),
                 fidelity=(launch.fidelity or attrs.FULL) if launch else None,
+                cause=t.user_attrs.get(attrs.FAILURE_CAUSE),
             )
         )
     return rows
@@ -121,7 +128,8 @@ def print_trials(storage: str, study: str, console: Console) -> None:
         # Escaped: a reason quotes the server's log, whose "[...]" rich would take for markup.
         detail = escape(changed)
         if r.state != "complete":
-            detail += f"  [red]{escape(r.reason or '')}[/]"
+            why = f"{words(r.cause)}: {r.reason or ''}" if r.cause else r.reason or ""
+            detail += f"  [red]{escape(why)}[/]"
         table.add_row(
             str(r.number),
             r.state,
@@ -134,6 +142,9 @@ def print_trials(storage: str, study: str, console: Console) -> None:
             detail,
         )
     console.print(table)
+    taught = failures_answer(trial_views(opened.optuna_study), opened.space.spec)
+    for line in taught.lines() if taught is not None else ():
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     answer = topology_answer(opened.optuna_study.user_attrs)
     for skipped in answer.skipped if answer is not None else ():
         console.print(skipped.sentence(), highlight=False, markup=False, soft_wrap=True)

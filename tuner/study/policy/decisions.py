@@ -48,6 +48,12 @@ class Launch:
         found = self.extra_attrs.get(attrs.PROPOSER)
         return str(found) if found is not None else None
 
+    @property
+    def retry_of(self) -> int | None:
+        """The failed trial this launch repeats, if it is a second chance."""
+        found = self.extra_attrs.get(attrs.RETRY_OF)
+        return int(str(found)) if found is not None else None
+
 
 @dataclass(frozen=True)
 class Stop:

@@ -17,7 +17,7 @@ the whole method.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +53,7 @@ def propose(
     max_changes: int = 3,
     trials_left: int = 1,
     frozen: frozenset[str] = frozenset(),
+    avoid: Callable[[Mapping[str, Scalar]], bool] | None = None,
 ) -> dict[str, Scalar] | None:
     """The next configuration to launch near ``incumbent``, or None when none is left.
 
@@ -70,13 +71,20 @@ def propose(
 
     ``exclude`` holds configuration hashes already launched, queued or refused;
     ``frozen`` params keep the incumbent's value (the probe freezes the NCCL params it
-    finds cannot help: tuner/study/policy/probe_narrowing.py).
+    finds cannot help: tuner/study/policy/probe_narrowing.py); ``avoid`` says which
+    configurations not to propose (what failed launches refuse:
+    tuner/study/policy/failed_before.py).
     """
+    skip = avoid or (lambda params: False)
     model = EffectModel(spec)
     model.observe(observations)
     draws = model.draws(rng)
     stack = stacking.stacked(spec, model, draws, incumbent, min_gain=min_gain, frozen=frozen)
-    if stack is not None and settings_from_params(spec, stack).config_hash not in exclude:
+    if (
+        stack is not None
+        and settings_from_params(spec, stack).config_hash not in exclude
+        and not skip(stack)
+    ):
         chance = model.chances_of_gain(draws, [stack], incumbent, min_gain)[0]
         if chance >= stacking.STACK_CHANCE:
             return stack  # before any untried value: what the launches so far add up to
@@ -101,7 +109,7 @@ def propose(
     candidates = [
         c
         for c in neighbours(spec, incumbent, size + 1, working, rng=rng, frozen=frozen)
-        if settings_from_params(spec, c).config_hash not in exclude
+        if settings_from_params(spec, c).config_hash not in exclude and not skip(c)
     ]
     if not candidates:
         return None

@@ -20,10 +20,13 @@ final comparison's reserve released first where it has nothing to compare
 3. ``plan_said``: the cost plan, once, after the baseline launches (said and recorded),
    with the final comparison's sized looks (the budget keeps their launches from then on);
 4. ``track``: the goal tracks the finished trial: a significant gain resets the patience;
-5. ``confirmations``: what looks better than the incumbent, launched again (and, when the
+5. ``failures``: what the finished trial's failure taught is said (the values not launched
+   again, tuner/study/policy/failed_before.py), and a failed search launch whose cause may
+   be chance (a timeout, a crash) is launched once more, before it counts;
+6. ``confirmations``: what looks better than the incumbent, launched again (and, when the
    futility check rules out every untried change, or a screened study's plateau is due,
    the last look: the configuration launched once that the model still gives a chance);
-6. ``stops.study_rules``: the study's stop rules, in order (tuner/study/policy/stops.py):
+7. ``stops.study_rules``: the study's stop rules, in order (tuner/study/policy/stops.py):
    budget (--trials full loads; with screening, ``screening.max_launches`` screening
    launches), hours (--hours), every launch failed, the probe froze every param, an
    exhausted grid, a plateau, the futility stop, idle proposals; a plateau or the futility
@@ -32,20 +35,22 @@ final comparison's reserve released first where it has nothing to compare
    the **final comparison** of the search's candidate when it is a change
    (tuner/study/policy/final_comparison.py: it and the defaults, fresh and interleaved;
    the answer rests on those launches alone);
-7. ``worker_budget``: this worker's own budget (--worker-trials);
-8. ``final_reserve.budget_end``: the budget's last launches go to the **final checks**,
+8. ``worker_budget``: this worker's own budget (--worker-trials);
+9. ``final_reserve.budget_end``: the budget's last launches go to the **final checks**,
    then to the **final comparison**, and the decision ends there; where the search has no
    candidate for one, they go to the search (the reserve is released); a candidate with no
    room for its comparison stops the study ("not settled");
-9. ``proposal``: when no trial waits, the next search launch: **the probe's nominee**
-   (once) > **the local search** (limits steered around) > **TPE** with the frozen params
-   held (else nothing is queued and optuna's sampler proposes freely).
+10. ``proposal``: when no trial waits, the next search launch: **the probe's nominee**
+   (once) > **the local search** (limits steered around, what failed launches refuse left
+   out) > **TPE** with the frozen params held (else nothing is queued and optuna's sampler
+   proposes freely).
 
 When a run opens (``opening``: a new or resumed study), before any trial, ``OPENING_STEPS``:
 (recovery retries) > the **next look** of a final comparison a previous run left open
 (``final_comparison.resume``: then nothing else) > **baselines** (the defaults,
 ``stop.baseline_launches`` times; with screening, as many screening launches, then
-``screening.baseline_launches`` full ones) > confirmations > the next search launch.
+``screening.baseline_launches`` full ones) > a failed launch's second chance not queued yet
+> confirmations > the next search launch.
 Every confirmation and proposal passes the final comparison's reserve
 (``final_reserve.keep_final_reserve``; baselines and final launches are never held back).
 Every launch's fidelity is tuner/study/policy/screening.py's rule; with screening, a full
@@ -58,12 +63,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from tuner.launcher.failure_cause import words
 from tuner.space.settings import baseline_params
 from tuner.space.spec import Scalar
 from tuner.study import attrs
 from tuner.study.facts.plan import CostPlan
 from tuner.study.facts.plan_due import study_plan
-from tuner.study.policy import final_comparison, final_reserve, futility, stops
+from tuner.study.policy import failed_before, final_comparison, final_reserve, futility, stops
 from tuner.study.policy.decisions import Decision, Launch
 from tuner.study.policy.goal import Goal
 from tuner.study.policy.snapshot import Snapshot
@@ -167,6 +173,43 @@ def proposal(snap: Snapshot, goal: Goal) -> Decision | None:
     )
 
 
+def failures(snap: Snapshot, goal: Goal) -> Decision | None:
+    """What the finished trial's failure taught, said once, and a failed search launch's
+    second chance when its cause may be chance, within the reserve."""
+    found = snap.failures()
+    if found is None:
+        return None
+    said: list[str] = []
+    if snap.finished is not None:
+        for level in (False, True) if snap.spec.screening is not None else (False,):
+            learned = found.of(screening=level).learned(snap.finished)
+            said += [f"learned: {s}" for s in learned if f"learned: {s}" not in said]
+    again = [
+        Launch(
+            t.params,
+            attrs.SEARCH,
+            {
+                key: value
+                for key, value in (
+                    (attrs.PROPOSER, t.proposer),
+                    (attrs.FIDELITY, t.fidelity),
+                    (attrs.CONFIG, t.config),
+                    (attrs.RETRY_OF, t.number),
+                )
+                if value is not None
+            },
+            claim=(attrs.FAILURE_RETRY, str(t.number)),
+            message=f"trial {t.number} failed ({words(t.cause)}): launched once more, since "
+            "that may be chance; it counts against its settings if it fails again",
+        )
+        for t in failed_before.retries(snap.trials)
+    ]
+    kept = final_reserve.keep_final_reserve(snap, again)
+    if not said and not kept:
+        return None
+    return Decision(launches=tuple(kept), messages=tuple(said), goes_on=True)
+
+
 def baseline_launches(snap: Snapshot, goal: Goal) -> Decision | None:
     """The baselines still to launch (``baselines``)."""
     found = baselines(snap)
@@ -178,6 +221,7 @@ AFTER_TRIAL_STEPS: tuple[Step, ...] = (
     final_comparison.step,
     plan_said,
     track,
+    failures,
     confirmations,
     stops.study_rules,
     worker_budget,
@@ -188,6 +232,7 @@ AFTER_TRIAL_STEPS: tuple[Step, ...] = (
 OPENING_STEPS: tuple[Step, ...] = (
     final_comparison.resume,
     baseline_launches,
+    failures,
     confirmations,
     proposal,
 )

@@ -13,11 +13,12 @@ frozen: nothing is queued and TPE proposes freely). Pure: a snapshot in, launche
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from tuner.space.settings import is_default, settings_from_params
 from tuner.space.spec import DEFAULT, Scalar
 from tuner.study import attrs
-from tuner.study.policy import local_search, probe_narrowing, steering
+from tuner.study.policy import local_search, probe_narrowing, screening, steering
 from tuner.study.policy.decisions import Launch
 from tuner.study.policy.snapshot import Snapshot
 
@@ -68,13 +69,24 @@ def nominee(snap: Snapshot) -> tuple[list[Launch], Snapshot]:
 
 
 def local_proposal(snap: Snapshot) -> tuple[dict[str, Scalar] | None, list[str]]:
-    """The local search's proposal near the incumbent, not what the limits rule out."""
+    """The local search's proposal near the incumbent, not what the limits rule out nor
+    what failed launches refuse; once a failure counted, one untried value at a time (a
+    group that fails again would not say which value failed)."""
     facts, spec = snap.facts, snap.spec
     baseline = facts.baseline
     assert baseline is not None
     incumbent = facts.configs.get(snap.state.incumbent or "") or baseline
     rng = snap.rng()
     search_spec = snap.search_spec
+    failures = snap.failures()
+    learned = failures is not None and failures.of(screening=False).ambiguous
+
+    def avoid(params: Mapping[str, Scalar]) -> bool:
+        if failures is None:
+            return False
+        level = screening.fidelity(spec, attrs.SEARCH, params, None)
+        return failures.of(screening=level == attrs.SCREEN).avoids(params)
+
     return steering.propose_avoiding(
         lambda exclude: local_search.propose(
             search_spec,
@@ -83,9 +95,10 @@ def local_proposal(snap: Snapshot) -> tuple[dict[str, Scalar] | None, list[str]]
             exclude=exclude,
             rng=rng,
             min_gain=spec.stop.min_gain,
-            max_changes=spec.search.max_changes,
+            max_changes=1 if learned else spec.search.max_changes,
             trials_left=spec.search_patience - snap.search_trials_since_gain(),
             frozen=snap.frozen,
+            avoid=avoid if failures is not None else None,
         ),
         steering.fit_steering(snap.limit_data, spec, snap.rng(stream=2)),
         spec,

@@ -23,6 +23,7 @@ from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.limit_data import LimitData
 from tuner.study.policy import probe_narrowing, screening
 from tuner.study.policy.decisions import Launch
+from tuner.study.policy.failed_before import FidelityLessons
 from tuner.study.state import StudyState, TrialView, full_launched, launched
 
 
@@ -77,6 +78,8 @@ class Snapshot:
                         fidelity=screening.fidelity(
                             self.spec, launch.role, launch.params, launch.fixed_fidelity
                         ),
+                        params=dict(launch.params),
+                        retry_of=launch.retry_of,
                     )
                 )
         return dataclasses.replace(self, trials=tuple(new))
@@ -240,6 +243,13 @@ class Snapshot:
         """The params the search leaves at default: the probe's frozen ones, and those vLLM
         ignores on the study's GPUs."""
         return self.state.probe.frozen | self.state.ignored
+
+    def failures(self) -> FidelityLessons | None:
+        """What the study's failed launches refuse, per fidelity (None: the learning is
+        off, ``search.learn_from_failures: false``)."""
+        if not self.spec.search.learn_from_failures:
+            return None
+        return FidelityLessons(self.trials)
 
     @property
     def search_spec(self) -> SpaceSpec:

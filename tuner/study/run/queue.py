@@ -32,11 +32,12 @@ log = logging.getLogger(__name__)
 
 
 LAUNCH_CLAIMS: Final = frozenset(
-    {attrs.BASELINE, attrs.CONFIRM, attrs.SIMPLIFY, attrs.FINAL, "retry"}
+    {attrs.BASELINE, attrs.CONFIRM, attrs.SIMPLIFY, attrs.FINAL, "retry", attrs.FAILURE_RETRY}
 )
 """The kinds of claim on a launch, which expire with a dead holder that never queued it
-(``retry`` is tuner/study/run/recovery.py's). Any other claim, the study's hardware
-fingerprint (tuner/study/run/workers.py), never expires."""
+(``retry`` is tuner/study/run/recovery.py's, ``failure_retry`` a failed launch's second
+chance). Any other claim, the study's hardware fingerprint (tuner/study/run/workers.py),
+never expires."""
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import optuna
 
 from tuner.errors import BenchmarkError, LaunchError, Terminated
+from tuner.launcher.failure_cause import cause_of_error
 from tuner.space.objectives import study_objectives
 from tuner.space.settings import Settings
-from tuner.space.spec import Space
+from tuner.space.spec import Space, SpaceSpec
 from tuner.study import attrs, gate
 from tuner.study.facts import feasibility
 from tuner.study.facts.objective_values import launch_means
-from tuner.study.policy import screening, steering
+from tuner.study.policy import failed_before, screening, steering
 from tuner.study.run import verdicts
 from tuner.study.run.probe import SweepProbe
 from tuner.study.run.reader import trial_views
@@ -98,6 +99,9 @@ def run_trial(
         if spec.objective.subject_to
         else None,
         topology=topology,
+        failed=(lambda: _failed_before(trial, spec, role, settings))
+        if spec.search.learn_from_failures
+        else None,
     )
     if refused:
         _not_launched(trial, refused)
@@ -127,12 +131,15 @@ def run_trial(
         reason = getattr(exc, "reason", None) or str(exc)
         trial.set_user_attr(attrs.REASON, reason)
         trial.set_user_attr(attrs.VERDICT, f"failed: {reason}")
+        # what the search learns from (tuner/study/policy/failed_before.py)
+        trial.set_user_attr(attrs.FAILURE_CAUSE, cause_of_error(exc))
         raise
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP as Terminated
         trial.set_user_attr(
             attrs.REASON, str(stop) if isinstance(stop, Terminated) else "interrupted"
         )
         trial.set_user_attr(attrs.CUT_SHORT, True)  # not charged; runs again on resume
+        trial.set_user_attr(attrs.FAILURE_CAUSE, cause_of_error(stop))
         raise
     for step, value in enumerate(goal.reported_rounds(outcome.round_values)):
         trial.report(value, step)
@@ -179,6 +186,15 @@ def _limit_refusal(
     """A TPE proposal likely to break a limit (the local search's were steered already)."""
     data = controller.reader.limit_data()
     return steering.refusal(data, space.spec, settings.params, seed)
+
+
+def _failed_before(
+    trial: optuna.Trial, spec: SpaceSpec, role: attrs.Role, settings: Settings
+) -> str | None:
+    """What the study's failed launches refuse of this configuration, at its fidelity."""
+    level = screening.fidelity(spec, role, settings.params, trial.user_attrs.get(attrs.FIDELITY))
+    views = trial_views(trial.study)
+    return failed_before.lessons(views, screening=level == attrs.SCREEN).refusal(settings.params)
 
 
 def _not_launched(trial: optuna.Trial, reason: str) -> NoReturn:
