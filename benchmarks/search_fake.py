@@ -123,10 +123,10 @@ def probe_profile(case: str) -> str:
 
 
 @cache
-def optimum_of(case: str) -> float:
+def optimum_of(case: str, concurrency: int = 1) -> float:
     """The case's optimum: CASES' where known, else (kimi) the best of two passes of
     coordinate ascent over the case's params from the defaults (the kimi profile's effects
-    do not interact, so this is its grid's best)."""
+    do not interact, so this is its grid's best), at ``concurrency`` streams."""
     known = CASES[case][1]
     if known:
         return known
@@ -142,7 +142,7 @@ def optimum_of(case: str) -> float:
     def value(values: dict[str, Any]) -> float:
         settings = settings_from_params(space.spec, values)
         sim = parse_settings(["--profile", "flat", "--port", "1", *settings.args], settings.env)
-        return relative_speed(_profiles()[case], sim, 1)
+        return relative_speed(_profiles()[case], sim, concurrency)
 
     current = {name: "default" for name in params}
     best = value(current)
@@ -185,6 +185,9 @@ class Options:
     screen_s: tuple[float, float] = (120.0, 300.0)  # a screening launch's
     drift: float = 0.0  # launch k runs x (1 - drift x min(k, N) / N); < 0 warms up
     drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
+    concurrency: int = 1  # the streams the truth is measured at (the objective's level)
+    moe_routing: str | None = None  # screening.moe_routing; set: screening's truth is the
+    # sim's dummy launch with the env a screening launch gets (launch_spec_for)
 
     def budget_for(self, case: str) -> int:
         return self.budget if self.budget is not None else CASES[case][0]
@@ -205,7 +208,9 @@ def run_case(
     from tuner.space.spec import load_space
     from tuner.storage import Store
     from tuner.study.policy import futility
+    from tuner.study.run.request import RunRequest, Seams
     from tuner.study.run.sweep import run_sweep
+    from tuner.trial.launch_spec import launch_spec_for
     from tuner.views.best import best_report
 
     t0 = time.monotonic()
@@ -213,7 +218,7 @@ def run_case(
     # override runs the next one without it at the default again.
     _MIN_TRIALS[:] = _MIN_TRIALS or [futility.MIN_TRIALS]
     futility.MIN_TRIALS = args.min_trials if args.min_trials is not None else _MIN_TRIALS[0]
-    budget, optimum = args.budget_for(case), optimum_of(case)
+    budget, optimum = args.budget_for(case), optimum_of(case, args.concurrency)
     profile = _profiles().get(case, case)
     base = yaml.safe_load((ROOT / "search_spaces" / "sim.yaml").read_text())
     stop = {**base["stop"], "futility": args.futility}
@@ -244,6 +249,8 @@ def run_case(
                 space_dict["screening"]["patience"] = args.screen_patience
             if args.screen_rounds is not None:
                 space_dict["screening"]["benchmark"] = {"rounds": args.screen_rounds}
+            if args.moe_routing is not None:
+                space_dict["screening"]["moe_routing"] = args.moe_routing
         if args.probe:
             # sim.yaml's probe, timing this case's own all-reduce model (docs/probe.md); the
             # fake runner's tok/s are not the profile's, so its comm share is given.
@@ -263,12 +270,26 @@ def run_case(
         def truth(key: tuple[tuple[str, str], ...]) -> float:
             settings = settings_from_params(space.spec, dict(key))
             sim = parse_settings(["--profile", "flat", "--port", "1", *settings.args], settings.env)
-            return relative_speed(profile, sim, 1)
+            return relative_speed(profile, sim, args.concurrency)
+
+        @cache
+        def dummy_truth(key: tuple[tuple[str, str], ...]) -> float:
+            # The sim's dummy launch, as tuner launches it: the screening args, its env
+            # (the MoE routing simulation where screening.moe_routing says so).
+            settings = settings_from_params(space.spec, dict(key))
+            launch = launch_spec_for(space, settings, port=1, trial_dir=Path(tmp), screening=True)
+            sim = parse_settings(["--profile", "flat", *launch.argv[1:]], launch.env)
+            return relative_speed(profile, sim, args.concurrency)
+
+        def key_of(params: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+            return tuple(sorted((k, str(v)) for k, v in params.items()))
 
         def speed(params: dict[str, Any]) -> float:
-            return 100.0 * truth(tuple(sorted((k, str(v)) for k, v in params.items())))
+            return 100.0 * truth(key_of(params))
 
         def screen_speed(params: dict[str, Any]) -> float:
+            if args.moe_routing is not None:
+                return 100.0 * dummy_truth(key_of(params)) * (1 + args.screen_bias)
             # Random weights: the same settings act alike, at a small bias.
             return speed(params) * (1 + args.screen_bias)
 
@@ -289,7 +310,7 @@ def run_case(
             screen_seconds=args.screen_s,
             screen_rounds=args.screen_rounds,
         )
-        result = run_sweep(space, storage=storage, n_trials=budget, seed=seed, runner=runner)
+        result = run_sweep(space, RunRequest(storage, budget, seed=seed), Seams(runner=runner))
         report = best_report(storage, space.study_name)
         rec = report.recommended
         assert rec is not None
@@ -319,6 +340,12 @@ def run_case(
             if optimum > 1.0
             else "".join(ROLE_LETTERS.get(role, "?") for role, _ in runner.launched),
             "seconds": time.monotonic() - t0,
+            # Screening's order of the configurations launched both ways (concordant, pairs).
+            "ranks": (
+                (report.screening.facts.ranks.concordant, report.screening.facts.ranks.pairs)
+                if report.screening is not None
+                else None
+            ),
             "full": sum(1 for f in runner.fidelities if f == "full"),
             "screen": sum(1 for f in runner.fidelities if f == "screen"),
             "hours": sum(
@@ -337,7 +364,7 @@ def _verdict(storage: str, space: Any) -> str:
     from tuner.study.state import StudyState
 
     study = optuna.load_study(study_name=space.study_name, storage=storage)
-    looks = StudyState.from_attrs(study.user_attrs).final_looks
+    looks = StudyState.from_attrs(study.user_attrs).final.looks
     rec = analyze(Store(storage), space).with_looks(looks).recommendation()
     return rec.outcome if rec is not None else "none"
 

@@ -470,6 +470,33 @@ def test_bare_nccl_algo_fails_at_warmup_after_loading(start_sim: StartSim) -> No
     assert "Application startup complete." not in log
 
 
+def test_memory_tight_runs_out_of_memory_after_the_whole_load(start_sim: StartSim) -> None:
+    # --max-num-seqs 512: the KV cache is sized, then the first CUDA graph does not fit.
+    graphs = start_sim("--profile", "memory-tight", "--max-num-seqs", "512")
+    # --max-num-batched-tokens 16384 at 0.8: the profile run leaves too little KV cache.
+    kv = start_sim(
+        "--profile",
+        "memory-tight",
+        "--max-num-batched-tokens",
+        "16384",
+        "--gpu-memory-utilization",
+        "0.8",
+    )
+    assert graphs.wait_exit() == 1 and kv.wait_exit() == 1
+    log = graphs.log()
+    assert (
+        log.index("100% Completed")
+        < log.index("Available KV cache memory")
+        < log.index("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%")
+        < log.index("torch.OutOfMemoryError: CUDA out of memory.")
+    )
+    log = kv.log()
+    assert log.index("Model loading took") < log.index(
+        "ValueError: To serve at least one request with the models's max seq len (65536)"
+    )
+    assert "Capturing CUDA graphs" not in log
+
+
 def test_minimax_at_tp8_without_expert_parallel_is_refused(start_sim: StartSim) -> None:
     sim = start_sim("--profile", "minimax-m2.5-fp8-tp4", "--tensor-parallel-size", "8")
     assert sim.wait_exit() == 1

@@ -307,3 +307,16 @@ def test_the_written_file_loads_as_yaml_with_its_comments(tmp_path: Path) -> Non
     assert max(len(line) for line in lines) <= 100
     assert json.dumps(raw)  # plain data, nothing YAML-only
     assert os.sep not in raw["study"]
+
+
+def test_screening_says_it_simulates_a_moe_models_routing(tmp_path: Path) -> None:
+    model = tmp_path / "Kimi-K2.5"
+    model.mkdir()
+    shutil.copy(KIMI_CONFIG, model / "config.json")
+    _, spec, text = init(tmp_path / "moe", "--model", str(model))
+    words = " ".join(text.split())
+    assert spec.screening is not None and spec.screening.moe_routing == "auto"
+    assert "The model has 384 routed experts" in words
+    assert "screening launches add VLLM_MOE_ROUTING_SIMULATION_STRATEGY=uniform_random" in words
+    _, _, dense = init(tmp_path / "dense")  # no config.json: nothing said of experts
+    assert "VLLM_MOE_ROUTING_SIMULATION_STRATEGY" not in dense

@@ -18,7 +18,7 @@ from tuner.bench.summary import (
     summarize,
 )
 from tuner.errors import ConfigError
-from tuner.vocabulary import OBJECTIVE_METRICS
+from tuner.vocabulary import OBJECTIVE_METRICS, is_load_metric
 
 
 def record(
@@ -196,10 +196,13 @@ def test_estimated_tokens_are_marked() -> None:
     assert not summarize(level(record(0))).tokens_estimated
 
 
-@pytest.mark.parametrize("name", [m for m in OBJECTIVE_METRICS if m != "capacity"])
+@pytest.mark.parametrize(
+    "name", [m for m in OBJECTIVE_METRICS if m != "capacity" and not is_load_metric(m)]
+)
 def test_every_objective_metric_has_a_value(name: str) -> None:
-    """Every objective a level measures (capacity is a search's result: test_capacity_study);
-    goodput with an SLO, as benchmark.goodput gives in a study."""
+    """Every objective a level measures (capacity is a search's result: test_capacity_study;
+    a launch's load is its launch row's: test_load_explained); goodput with an SLO, as
+    benchmark.goodput gives in a study."""
     s = summarize(level(record(0), record(1, start=0.2)), goodput={"ttft_ms": 1000})
     value = s.metric(name)
     assert isinstance(value, float) and not math.isnan(value)

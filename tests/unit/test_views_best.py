@@ -134,6 +134,8 @@ def test_the_json_keeps_its_keys_their_order_and_the_reason_on_recommended_only(
         "final",
         "screening",
         "topology",  # the GPUs' as `tuner run` read them (tests/unit/test_views_topology.py)
+        "failures",  # by cause, and what they taught (tests/unit/test_best_failures.py)
+        "load",  # why a full load takes that long, its lever (tests/unit/test_load_explained.py)
         "deploy",
     ]
     assert answer["objectives"] == [

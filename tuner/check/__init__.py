@@ -20,6 +20,8 @@ first launch, and returns a ``CheckReport`` of items (``ok``, ``warning``, ``err
 - what the ``screening:`` section adds: its flags checked with the params' (``flags``),
   its variables with NCCL's (``nccl``), none set by a param too; which params screening
   launches judge and, for the others, why not (none without the section): ``screening``;
+  whether screening launches add vLLM's MoE routing simulation, and why
+  (``tuner.check.moe_routing``): ``screening.moe_routing``;
 - a fixed port is free, pinned CPUs exist, and the database is writable, creating no
   file: ``server.port``, ``server.cpus``, ``storage``;
 - a model given as a local path exists, and with its config.json at hand the baseline is

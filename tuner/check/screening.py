@@ -4,7 +4,9 @@ Without the section nothing is screened: an ``ok`` item says so. With it, one it
 what a screening launch adds and which params it judges, and each param screening cannot
 judge gets an item with its reason (tuner/space/screening.py: a flag that acts through the
 weights, or ``screen: false``): it is launched at full fidelity only. No param left to
-screen is a warning: screening launches would measure the defaults alone.
+screen is a warning: screening launches would measure the defaults alone. One more item
+says whether screening launches add vLLM's MoE routing simulation, and why
+(tuner/check/moe_routing.py).
 
 A flag of ``screening.args`` (or a variable of ``screening.env``) that a param also sets
 is an error naming both: a screening launch adds the section's last, so it overrides the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tuner.check.moe_routing import moe_routing
 from tuner.check.report import Findings
 from tuner.space.screening import ScreeningSpec, flag_name, unscreenable
 from tuner.space.spec import Space
@@ -62,6 +65,7 @@ def check_screening(space: Space, found: Findings) -> None:
             f"screening launches add {adds}, but no param can be screened (each says why "
             "below): they would measure the defaults alone; leave the screening: section out",
         )
+    found.add("ok", "screening.moe_routing", moe_routing(space).sentence())
     for name, why in blocked.items():
         found.add("ok", f"params.{name}", f"not screened ({why}): launched at full fidelity only")
     if screening.benchmark is not None:

@@ -7,7 +7,8 @@
   it), ``auto`` where config.json is not on this machine.
 - ``screening:`` with ``--load-format dummy`` only where the server's ``--help`` lists
   ``--load-format`` (and ``dummy`` among its values, when it lists them): a flag it does
-  not know would fail every screening launch at start.
+  not know would fail every screening launch at start; for a MoE model its comment says
+  that screening launches simulate the trained router's spread (screening.moe_routing).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from tuner.init.goals import Goal
 from tuner.init.startup import COLD_READ_BYTES_PER_S, FIXED_S, startup_timeout_s
 from tuner.init.survey import Survey
 from tuner.probe.sizes import ProbePlanError, probe_plan
+from tuner.space.model_limits import expert_count
 from tuner.space.probe_spec import ProbeSpec
+from tuner.space.screening import MOE_ROUTING_ENV
 from tuner.space.spec import BenchmarkSpec
 
 PROBE_COMMAND = [
@@ -127,7 +130,21 @@ def screening(survey: Survey) -> Section:
         "with random weights, which skips reading them; full launches of the real model "
         "decide (the defaults at the start, the final comparison before any answer). Safe "
         "for NCCL, compilation, CUDA graphs and scheduling, which act on kernels, "
-        "communication and batching, not on the weights' values; a MoE router with random "
-        "weights spreads tokens unlike the trained one, so screening ranks settings and the "
-        "full launches measure them. `--trials` counts the full loads.",
+        "communication and batching, not on the weights' values: screening ranks settings "
+        f"and the full launches measure them.{_routing_note(survey)} `--trials` counts the "
+        "full loads.",
+    )
+
+
+def _routing_note(survey: Survey) -> str:
+    """For a MoE model: what screening launches do about random weights' routing."""
+    experts = expert_count(survey.config) if survey.config is not None else None
+    if not experts:
+        return ""
+    return (
+        f" The model has {experts} routed experts, which a router with random weights "
+        f"feeds unlike the trained one: screening launches add {MOE_ROUTING_ENV}="
+        "uniform_random (screening.moe_routing: auto, where this vLLM knows the variable; "
+        "`tuner check` says whether it does), experts drawn as the trained router spreads "
+        "them, on average; `moe_routing: off` turns it off."
     )

@@ -8,37 +8,21 @@ minutes (about 250 MB/s with the rest of the start). The limit is that start's f
 that a busy disk still fits, rounded up to 5 minutes. Too long a limit only matters for a
 launch that hangs; too short fails good launches after their load.
 
-vLLM reads one format of a checkpoint folder, not every file in it: the safetensors when
-there are any, else the PyTorch ``.bin``/``.pt``/``.pth`` files, else a GGUF file; so the
-size counted is that format's files only (a Hugging Face snapshot's links are followed to
-their blobs).
+The size counted is that of the files vLLM reads (tuner/telemetry/weights_disk.py's
+``weights_on_disk``, re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
-from pathlib import Path
+
+from tuner.telemetry.weights_disk import weights_on_disk as weights_on_disk
 
 FIXED_S = 600.0
 """Imports, torch.compile and CUDA graphs of a large model: minutes, whatever its size."""
 COLD_READ_BYTES_PER_S = 200e6
 """A cold read of the weights, slower than the 250 MB/s measured (see above)."""
 STEP_S = 300
-_FORMATS = (("*.safetensors",), ("*.bin", "*.pt", "*.pth"), ("*.gguf",))
-
-
-def weights_on_disk(folder: Path) -> int | None:
-    """Bytes of the weight files vLLM reads from ``folder``; None when it holds none."""
-    for patterns in _FORMATS:
-        files = [f for pattern in patterns for f in sorted(folder.glob(pattern))]
-        sizes = []
-        for file in files:
-            with contextlib.suppress(OSError):  # a broken link: a blob not downloaded
-                sizes.append(file.stat().st_size)
-        if sizes:
-            return sum(sizes)
-    return None
 
 
 def startup_timeout_s(weight_bytes: int) -> int:

@@ -21,7 +21,10 @@ phases of a load", lists them per version and what is not seen):
 Beside the phases, the size of the KV cache the load left: ``GPU KV cache size: 75,840 tokens``
 (V1; the engine core prints it once per engine) or, from V0, ``# GPU blocks: 22982, # CPU
 blocks: 6241`` (``# cuda blocks: 7191`` in 0.8's V0); the smallest one printed, since a request
-must fit one engine's cache.
+must fit one engine's cache. And what the weights were read from, as vLLM (0.32, a
+safetensors load) saw it: ``Filesystem type for checkpoints: EXT4. Checkpoint size: 509.44
+GiB. Available RAM: 430.00 GiB.`` (the first process's; tuner/study/facts/load_explained.py
+explains the load with it).
 
 Each process (the ``pid=`` of its prefix: a TP rank, the engine core; none for V0's first
 rank) adds up its own lines of a phase (a drafter compiled after the backbone); a phase
@@ -62,6 +65,7 @@ NEEDLES: Final = (
     "KV cache size",
     "GPU blocks",
     "cuda blocks",
+    "Filesystem type for checkpoints",
 )
 """Every line the parser reads contains one of these: a reader may keep only those lines."""
 
@@ -86,6 +90,10 @@ _CPU_WARMUP_END = re.compile(r"Warming up done")
 _GRAPHS = re.compile(rf"Graph capturing finished in {_NUM} ?(?:secs?|s)\b")
 _KV_TOKENS = re.compile(r"GPU KV cache size: (\d[\d,]*) tokens")
 _KV_BLOCKS = re.compile(r"# (?:GPU|cuda) blocks: (\d+)")
+_CHECKPOINT = re.compile(
+    rf"Filesystem type for checkpoints: (\S+)\. Checkpoint size: {_NUM} GiB\. "
+    rf"Available RAM: {_NUM} GiB"
+)
 # The process of a line: the last "pid=N" (Ray adds ", ip=...") before its message.
 _PID = re.compile(r"\bpid=(\d+)(?:,\s*ip=([^\s)]+))?")
 # vLLM's "INFO 11-29 11:10:00 [file.py:12]": month-day hours:minutes:seconds.
@@ -109,6 +117,12 @@ class LoadPhases:
     """Tokens the KV cache holds, as V1 prints it (None: the log did not say)."""
     kv_cache_blocks: int | None = None
     """Blocks of the KV cache, as V0 prints it (tokens: times the block size, 16 by default)."""
+    checkpoint_gib: float | None = None
+    """The checkpoint's size as vLLM summed it before reading (None: the log did not say)."""
+    checkpoint_fs: str | None = None
+    """The filesystem vLLM found the checkpoint on, lower case (``ext4``, ``nfs``, ``unknown``)."""
+    ram_available_gib: float | None = None
+    """The RAM available when vLLM began reading the weights (the page cache counts)."""
 
     def seconds(self, phase: str) -> float | None:
         """The seconds of ``phase`` (one of PHASES, or "rest")."""
@@ -126,7 +140,10 @@ class LoadPhases:
     def said_anything(self) -> bool:
         """A phase or the KV cache's size: something worth storing."""
         return (
-            bool(self.found) or self.kv_cache_tokens is not None or self.kv_cache_blocks is not None
+            bool(self.found)
+            or self.kv_cache_tokens is not None
+            or self.kv_cache_blocks is not None
+            or self.checkpoint_gib is not None
         )
 
     @property
@@ -153,6 +170,9 @@ class LoadPhases:
             "compile_cached": self.compile_cached,
             "kv_cache_tokens": self.kv_cache_tokens,
             "kv_cache_blocks": self.kv_cache_blocks,
+            "checkpoint_gib": self.checkpoint_gib,
+            "checkpoint_fs": self.checkpoint_fs,
+            "ram_available_gib": self.ram_available_gib,
         }
 
     @classmethod
@@ -169,6 +189,9 @@ class LoadPhases:
             compile_cached=bool(data.get("compile_cached")),
             kv_cache_tokens=_count(data.get("kv_cache_tokens")),
             kv_cache_blocks=_count(data.get("kv_cache_blocks")),
+            checkpoint_gib=_number(data.get("checkpoint_gib")),
+            checkpoint_fs=fs if isinstance(fs := data.get("checkpoint_fs"), str) else None,
+            ram_available_gib=_number(data.get("ram_available_gib")),
         )
 
 
@@ -232,6 +255,7 @@ def load_phases(lines: Iterable[str], *, healthy_s: float | None = None) -> Load
     processes: dict[str, _Process] = {}
     kv_tokens: list[int] = []
     kv_blocks: list[int] = []
+    checkpoint: re.Match[str] | None = None
     for raw in lines:
         if not any(needle in raw for needle in NEEDLES):
             continue
@@ -241,6 +265,8 @@ def load_phases(lines: Iterable[str], *, healthy_s: float | None = None) -> Load
             kv_tokens.append(int(tokens[1].replace(",", "")))
         if (blocks := _KV_BLOCKS.search(text)) is not None:
             kv_blocks.append(int(blocks[1]))
+        if checkpoint is None:
+            checkpoint = _CHECKPOINT.search(text)
     said = [p for p in processes.values() if p.said_any()]
     return LoadPhases(
         weights_s=_slowest(p.weights() for p in said),
@@ -251,6 +277,9 @@ def load_phases(lines: Iterable[str], *, healthy_s: float | None = None) -> Load
         compile_cached=any(p.cached for p in processes.values()),
         kv_cache_tokens=min(kv_tokens, default=None),
         kv_cache_blocks=min(kv_blocks, default=None),
+        checkpoint_gib=float(checkpoint[2]) if checkpoint else None,
+        checkpoint_fs=checkpoint[1].lower() if checkpoint else None,
+        ram_available_gib=float(checkpoint[3]) if checkpoint else None,
     )
 
 

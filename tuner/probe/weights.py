@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.space.model_limits import text_config
+from tuner.space.model_limits import expert_count, text_config
 
 PARTS = ("attention", "dense_mlp", "shared_experts", "routed_experts", "router", "lm_head")
 """What a decode step reads, in the order reports list them."""
@@ -37,7 +37,6 @@ _SAMPLE_NAMES = {
     "lm_head": "lm_head",
 }
 _DTYPE_BITS = {"bfloat16": 16, "float16": 16, "half": 16, "float32": 32, "float": 32}
-_EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 
 
 class ModelShapeError(ValueError):
@@ -83,7 +82,7 @@ def decode_weight_bytes(
     layers = _field(text, "num_hidden_layers")
     vocab = _field(text, "vocab_size")
     sharded_attn, replicated_attn = _attention_params(text, tp)
-    n_experts = next((_int(text.get(k)) for k in _EXPERT_KEYS if _int(text.get(k))), None)
+    n_experts = expert_count(text)
     moe_layers = _moe_layers(text, layers) if n_experts else 0
     dense_layers = layers - moe_layers
     params: dict[str, tuple[float, float]] = {  # part -> (sharded, replicated) parameters

@@ -43,6 +43,7 @@ from tuner.study import attrs
 from tuner.study.effects.model import EffectModel
 from tuner.study.facts import analysis
 from tuner.study.facts.load_costs import LoadCosts, load_costs
+from tuner.study.facts.load_explained import LoadExplained, explain_study_load
 from tuner.study.run.plan_launch import said_plan
 from tuner.views.best import BestReport, ConfigEntry, best_report, no_answer_sentence
 from tuner.views.best_headline import badge as verdict_badge
@@ -121,6 +122,8 @@ class ReportData:
     """This study beside others (`tuner report --compare B C`), as compare-studies has it."""
     load_costs: LoadCosts = LoadCosts()
     """What a load costs per fidelity, its phases as the server's logs told them."""
+    load: LoadExplained | None = None
+    """Why a full load takes that long, and its lever (tuner/study/facts/load_explained.py)."""
     badge: str = ""
     """The verdict in a few words, above the sentence: Confirmed, No gain — keep the
     defaults, Not settled — about N more launches a side (views/best_verdict.py)."""
@@ -158,6 +161,7 @@ def build_report(storage: str, study: str, compare: Sequence[str] = ()) -> Repor
         pareto=pareto(opened.optuna_study),
         studies=compare_studies(storage, [study, *compare]) if compare else None,
         load_costs=load_costs(launches),
+        load=explain_study_load(opened.store, opened.space, launches),
         badge=verdict_badge(answer),
         plan=tuple(plan_lines(said)) if said is not None else (),
     )

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tuner.launcher.load_phases import PHASE_LABELS
+from tuner.launcher.failure_cause import words
 from tuner.report import charts
 from tuner.report.data import ConfigCurve, Effect, Failure, LaunchTiming, ReportData
+from tuner.report.load_section import load_section
 from tuner.report.svg import esc
-from tuner.study.facts.load_costs import PARTS, LoadCosts, load_costs_sentence
 from tuner.views.best import ConfigEntry
 from tuner.views.best_pareto import ParetoView
 from tuner.views.best_print import probe_lines
@@ -120,7 +120,12 @@ def render(data: ReportData) -> str:
     ]
     if any(cost.with_phases for cost in data.load_costs.measured):
         sections.append(
-            _section("load-costs", "What a launch costs", _load_costs_table(data.load_costs), "")
+            _section(
+                "load-costs",
+                "What a launch costs",
+                load_section(data.load_costs, data.load),
+                "",
+            )
         )
     sections += [
         _section(
@@ -132,7 +137,7 @@ def render(data: ReportData) -> str:
         _section(
             "failures",
             "Failures and pruned trials",
-            _failures_table(data.failures) if data.failures else "",
+            _failures(data) if data.failures else "",
             "No trial failed or was pruned.",
         ),
     ]
@@ -304,42 +309,25 @@ def _timing_totals(timings: Sequence[LaunchTiming]) -> str:
     )
 
 
-def _load_costs_table(costs: LoadCosts) -> str:
-    """Per fidelity, the median load and its phases as the server's logs told them."""
-    head = "".join(f"<th>{esc(PHASE_LABELS[part])} (s)</th>" for part in PARTS)
-    rows = []
-    for cost in costs.measured:
-        cells = "".join(
-            f"<td class=num>{cost.phases[part]:.1f}</td>" if part in cost.phases else "<td>–</td>"
-            for part in PARTS
-        )
-        name = "screening" if cost.fidelity == "screen" else "full"
-        rows.append(
-            f"<tr><td>{esc(name)}</td><td class=num>{cost.launches}</td>"
-            f"<td class=num>{cost.with_phases}</td><td class=num>{cost.healthy_s:.1f}</td>"
-            f"{cells}</tr>"
-        )
-    sentence = load_costs_sentence(costs) or ""
-    return (
-        f'<p id="load-costs-sentence">{esc(sentence[:1].upper() + sentence[1:])}.</p>'
-        '<p class="note">Medians per fidelity; each phase as the server\'s log printed it '
-        "(weights, torch.compile, CUDA graph capture), the rest is the time to healthy "
-        'less those (docs/launcher.md, "The phases of a load").</p>'
-        '<table id="load-costs-table"><tr><th>fidelity</th><th>launches</th>'
-        f"<th>with phases</th><th>to healthy (s)</th>{head}</tr>{''.join(rows)}</table>"
-    )
+def _failures(data: ReportData) -> str:
+    """What the failed launches taught (as `tuner best` says it), then every failed or
+    pruned trial with its cause and reason."""
+    taught = data.answer.failures
+    lines = "".join(f"<li>{esc(line)}</li>" for line in taught.lines()) if taught else ""
+    listed = f'<ul id="failures-taught">{lines}</ul>' if lines else ""
+    return listed + _failures_table(data.failures)
 
 
 def _failures_table(failures: Sequence[Failure]) -> str:
     rows = "".join(
         f"<tr><td class=num>{f.trial}</td><td>{esc(f.state)}</td><td>{esc(f.role)}</td>"
         f"<td>{'yes' if f.launched else 'no'}</td><td>{esc(f.changed)}</td>"
-        f"<td>{esc(f.reason)}</td></tr>"
+        f"<td>{esc(words(f.cause) if f.cause else '-')}</td><td>{esc(f.reason)}</td></tr>"
         for f in failures
     )
     return (
         '<table id="failure-table"><tr><th>trial</th><th>state</th><th>role</th>'
-        "<th>launched</th><th>settings</th><th>reason</th></tr>" + rows + "</table>"
+        "<th>launched</th><th>settings</th><th>cause</th><th>reason</th></tr>" + rows + "</table>"
     )
 
 

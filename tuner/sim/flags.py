@@ -126,6 +126,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(--dummy-bias, --dummy-noise), and speculative drafts are never accepted",
     )
     vllm.add_argument(
+        "--safetensors-load-strategy",
+        choices=("lazy", "eager", "prefetch", "torchao"),
+        default=None,
+        help="how the weights are read (vLLM 0.32's values; default: lazy on a local disk): "
+        "with --host-ram-gib, prefetch reads what the page cache can hold 3.4x faster on a "
+        "cold load (vLLM PR #36012); the others read as the default does",
+    )
+    vllm.add_argument(
+        "--max-cudagraph-capture-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the largest batch captured as a CUDA graph (default 512: 51 sizes); fewer "
+        "sizes capture faster, and a decode batch above the largest runs without graphs",
+    )
+    vllm.add_argument(
         "--speculative-config",
         dest="speculative_config",
         default=None,

@@ -9,7 +9,9 @@ level, interaction bonuses and speculative decoding (which helps on real weights
 on dummy ones). The engine multiplies this by the per-launch speed factor, per-step noise
 and ``--time-scale``; :func:`expected_output_throughput` gives the noise-free truth tests
 compare against. The settings with the profile's defaults filled in, and the memory left
-for the KV cache, are :mod:`tuner.sim.effective`'s, re-exported here.
+for the KV cache, are :mod:`tuner.sim.effective`'s, re-exported here. On dummy weights a
+MoE profile's compute part reads fewer experts unless vLLM's routing simulation is on
+(:mod:`tuner.sim.routing`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tuner.sim.effective import gpus_used as gpus_used
 from tuner.sim.effective import kv_cache_bytes_per_token_per_gpu as kv_cache_bytes_per_token_per_gpu
 from tuner.sim.effective import kv_capacity_tokens as kv_capacity_tokens
 from tuner.sim.geometry import message_bytes
+from tuner.sim.graphs import loses_graph
 from tuner.sim.nccl_effect import (
     NCCL_STEP_EFFECT_MAX,
     NCCL_STEP_EFFECT_MIN,
@@ -37,6 +40,7 @@ from tuner.sim.nccl_effect import (
 )
 from tuner.sim.nccl_tuner_plugin import applied
 from tuner.sim.profiles import Profile, SchedulerTrade, ThroughputTable, get_profile
+from tuner.sim.routing import collapsed_compute
 from tuner.sim.settings import SimSettings
 from tuner.sim.transport import buffer_factor, transport_factor
 
@@ -75,9 +79,10 @@ def _comm_scale(tp: int) -> float:
 
 
 def compilation_factor(settings: SimSettings, batch: int) -> float:
-    """Multiplier on step time: eager mode pays CPU launch overhead, worst at small batch."""
+    """Multiplier on step time: eager mode pays CPU launch overhead, worst at small batch;
+    a batch above the largest captured CUDA graph runs eager too (tuner/sim/graphs.py)."""
     level = compilation_level(settings)
-    if settings.enforce_eager or level == 0:
+    if settings.enforce_eager or level == 0 or loses_graph(settings, batch):
         ws = small_weight(batch)
         return 1.0 + 0.333 * ws + 0.08 * (1 - ws)  # ~25% fewer tok/s at batch 1
     return {1: 1.04, 2: 1.01}.get(level, 1.0)
@@ -165,7 +170,12 @@ def step_parts(profile: Profile, settings: SimSettings, batch: int) -> tuple[flo
     ref_tp = table.tensor_parallel_size
     total = table_step_time(table, batch)
     share = prof.comm_share
-    compute = total * (1.0 - share if ref_tp > 1 else 1.0) * (ref_tp / tp) ** 0.85
+    compute_scale = (1.0 - share if ref_tp > 1 else 1.0) * (ref_tp / tp) ** 0.85
+    compute = total * compute_scale
+    if prof.routing is not None and st.load_format == "dummy" and not st.moe_routing:
+        # Random weights' router picks the same experts for every token: fewer read.
+        one = table_step_time(table, 1) * compute_scale
+        compute = collapsed_compute(prof.routing, compute, one, batch)
     comm = total * share * _comm_scale(tp) / _comm_scale(max(ref_tp, 2))
     if comm > 0:
         sens = prof.sensitivity

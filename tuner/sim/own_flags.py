@@ -122,6 +122,27 @@ def add_own_flags(p: argparse.ArgumentParser) -> None:
         help=f"launches over which --drift builds up, then stays (default "
         f"{DEFAULT_DRIFT_LAUNCHES})",
     )
+    cache = p.add_argument_group(
+        "the page cache",
+        "The weights' read follows the host's page cache (tuner/sim/page_cache.py); off "
+        "without --host-ram-gib, when every load takes the profile's figure.",
+    )
+    cache.add_argument(
+        "--host-ram-gib",
+        type=float,
+        default=None,
+        metavar="GIB",
+        help="the host's RAM: the page cache holds 90%% of it; weights larger than that are "
+        "read from the disk on every load (the seeds' box: 477, 512 GB; default: off)",
+    )
+    cache.add_argument(
+        "--page-cache-file",
+        default=None,
+        metavar="PATH",
+        help="what the page cache holds between launches: a second load of the same weights "
+        "reads what the first left cached; give it '{study_dir}/page-cache' in a space file "
+        "(default: every load is a first, cold one)",
+    )
     sim.add_argument(
         "--time-scale",
         type=float,

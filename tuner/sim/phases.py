@@ -8,12 +8,16 @@ Settings drop phases as vLLM does: ``--load-format dummy`` reads no weights (ran
 filled in on the GPUs), ``-O0`` compiles nothing and captures no graphs, and
 ``--enforce-eager`` captures none (and compiles nothing unless a level is given). What is
 dropped is not spread over the others: such a launch is shorter than ``--load-seconds``.
+With ``--host-ram-gib`` the weights take what the page cache and the load strategy make
+of them (tuner/sim/page_cache.py) instead of the profile's figure, at the same scale; a
+smaller ``--max-cudagraph-capture-size`` captures fewer graphs (tuner/sim/graphs.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tuner.sim.graphs import capture_share
 from tuner.sim.model import compilation_level
 from tuner.sim.profiles import Profile
 from tuner.sim.settings import SimSettings
@@ -59,18 +63,24 @@ def captures_graphs(settings: SimSettings) -> bool:
     return not settings.enforce_eager and compilation_level(settings) > 0
 
 
-def startup_plan(profile: Profile, settings: SimSettings) -> StartupPlan:
+def startup_plan(
+    profile: Profile, settings: SimSettings, weights_s: float | None = None
+) -> StartupPlan:
     """This launch's phases: the profile's figures scaled so that a full launch at the
-    default settings takes ``--load-seconds``, less what the settings skip."""
+    default settings takes ``--load-seconds``, less what the settings skip. ``weights_s``:
+    the weights' read in the profile's seconds, as the page cache makes it (None: the
+    profile's figure)."""
     fig = profile.startup
     scale = settings.load_seconds / fig.full_s if fig.full_s > 0 else 0.0
     dummy = settings.load_format == "dummy"
     compiled = compiles(settings)
+    read_s = fig.weights_s if weights_s is None else weights_s
+    graphs = fig.graphs_s * capture_share(settings)
     return StartupPlan(
-        weights_s=0.0 if dummy else fig.weights_s * scale,
+        weights_s=0.0 if dummy else read_s * scale,
         model_init_s=fig.model_init_s * scale,
         compile_s=fig.compile_s * scale if compiled else 0.0,
-        graphs_s=fig.graphs_s * scale if captures_graphs(settings) else 0.0,
+        graphs_s=graphs * scale if captures_graphs(settings) else 0.0,
         engine_s=fig.engine_s * scale,
         dummy=dummy,
         compile_logged=compiled and compilation_level(settings) == 3,

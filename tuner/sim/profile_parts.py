@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tuner.sim.routing import RoutingFigures
+
 GIB = 1024**3
 
 
@@ -138,6 +140,35 @@ class SpeculativeFigures:
 
 
 @dataclass(frozen=True)
+class MemoryFigures:
+    """GiB a GPU that the scheduler's limits cost, for a profile whose memory is tight.
+
+    vLLM's profile run (a forward pass over ``--max-num-batched-tokens`` tokens, the sampler
+    over ``--max-num-seqs`` requests) peaks at ``base + per_token x tokens + per_seq x seqs``
+    of activations; the KV cache gets what the ``--gpu-memory-utilization`` budget leaves
+    after the weights and that peak. CUDA graphs are captured after the KV cache took its
+    share, from the memory outside the budget less ``outside`` (the CUDA context, NCCL's
+    buffers): ``graphs_base + graphs_per_seq x seqs`` (the largest captured batch is
+    ``--max-num-seqs``). Without these figures a profile's activations are its constant
+    ``activation_gib`` and its graphs always fit.
+    """
+
+    base: float
+    per_token: float
+    per_seq: float
+    graphs_base: float
+    graphs_per_seq: float
+    outside: float
+    source: str = ""
+
+    def activation_gib(self, batched_tokens: int, max_num_seqs: int) -> float:
+        return self.base + self.per_token * batched_tokens + self.per_seq * max_num_seqs
+
+    def graphs_gib(self, max_num_seqs: int) -> float:
+        return self.graphs_base + self.graphs_per_seq * max_num_seqs
+
+
+@dataclass(frozen=True)
 class PipelineFigures:
     """How pipeline parallelism (``--pipeline-parallel-size P``) acts on a decode step.
 
@@ -236,6 +267,8 @@ class Profile:
     speculative: SpeculativeFigures = field(default_factory=SpeculativeFigures)
     interconnect: Interconnect = KIMI_INTERCONNECT
     pipeline: PipelineFigures = field(default_factory=PipelineFigures)
+    memory: MemoryFigures | None = None  # None: constant activations, graphs always fit
+    routing: RoutingFigures | None = None  # a MoE's routed experts (tuner/sim/routing.py)
     step_noise_sd: float = 0.015  # i.i.d. per engine step
     drift_sd: float = 0.002  # slow AR(1) wander within a launch
     drift_phi: float = 0.998  # the drift's step-to-step correlation (~500-step memory)

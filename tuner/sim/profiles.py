@@ -19,6 +19,7 @@ from tuner.sim.profile_parts import REF_GRAPHS_S as REF_GRAPHS_S
 from tuner.sim.profile_parts import REF_LAYERS as REF_LAYERS
 from tuner.sim.profile_parts import Bonus as Bonus
 from tuner.sim.profile_parts import Interconnect as Interconnect
+from tuner.sim.profile_parts import MemoryFigures as MemoryFigures
 from tuner.sim.profile_parts import Profile as Profile
 from tuner.sim.profile_parts import SchedulerTrade as SchedulerTrade
 from tuner.sim.profile_parts import Sensitivity as Sensitivity
@@ -26,6 +27,7 @@ from tuner.sim.profile_parts import SpeculativeFigures as SpeculativeFigures
 from tuner.sim.profile_parts import StartupFigures as StartupFigures
 from tuner.sim.profile_parts import ThroughputTable as ThroughputTable
 from tuner.sim.profile_parts import startup_figures
+from tuner.sim.routing import RoutingFigures
 
 # Consumer cards: GeForce drivers refuse P2P, so NCCL goes through host memory whatever
 # NCCL_P2P_LEVEL says, and a smaller buffer helps the ring (NVIDIA/nccl#1530, 8x RTX 4090:
@@ -76,6 +78,15 @@ KIMI = Profile(
     # 60 x 2.75M x 2 B (replicated) = 0.33; the lm_head 1.17G / 8 x 2 B = 0.29: 6.0 GB,
     # 3.35 ms at 1792 GB/s, inside the 4.05 ms the step spends outside all-reduce.
     decode_weight_bytes_per_gpu=6.0e9,
+    # The routed experts' 1.49 GB of those 6.0 are 0.83 ms of the 4.05 ms outside
+    # all-reduce at one stream (tuner/sim/routing.py: what random weights' router skips).
+    routing=RoutingFigures(
+        experts=384,
+        top_k=8,
+        one_token_share=0.21,
+        source="Kimi K2's config.json (384 routed experts, 8 a token); the share from the "
+        "decode weight bytes above; max_share invented",
+    ),
     startup=startup_figures(
         weights_s=36 * 60.0,
         layers=61,
@@ -169,6 +180,37 @@ CLEAR_GAIN = replace(
     name="clear-gain",
     description="Kimi, except that NCCL_PROTO=LL makes decode 9% faster (a clear NCCL gain).",
     bonuses=(Bonus((("allreduce_proto", "LL"),), 1.09),),
+)
+
+# Out of memory after the load, as a search over the scheduler's limits meets it: on Kimi's
+# box and speed (NCCL_PROTO=LL 5% faster, as nccl-gain) with a context of 65,536 tokens
+# (4.29 GiB of KV cache), --max-num-seqs 512 and 1024 never start (at 0.9 and above the CUDA
+# graphs do not fit outside the budget; at 0.8 the sampler's share of the profile run leaves
+# the KV cache too small), and --max-num-batched-tokens 16384 fails with
+# --gpu-memory-utilization 0.8 only (its activations leave too little KV cache); the rest of
+# search_spaces/memory-sim.yaml starts. docs/simulator.md, "memory-tight", has the table.
+MEMORY_TIGHT = replace(
+    NCCL_GAIN,
+    name="memory-tight",
+    description=(
+        "Kimi's speed (NCCL_PROTO=LL 5% faster) with a memory budget the scheduler's limits "
+        "can exceed after the load: --max-num-seqs 512 or 1024 always, "
+        "--max-num-batched-tokens 16384 with --gpu-memory-utilization 0.8."
+    ),
+    max_model_len=65536,
+    default_max_num_seqs=256,  # vLLM's default below 70 GiB; 1024 fails here
+    memory=MemoryFigures(
+        base=0.5,
+        per_token=3.75 / 8192,  # 3.75 GiB at the default 8,192 batched tokens
+        per_seq=0.012,  # the sampler's logits and their sorts for each request
+        graphs_base=0.5,
+        graphs_per_seq=0.013,  # 3.8 GiB at 256 sequences, 7.2 at 512
+        outside=3.0,
+        source="invented, shaped to vLLM's accounting (the profile run's peak and the KV "
+        "cache inside the budget, CUDA graphs captured after it, outside); chosen so that "
+        "the failing region is two values of --max-num-seqs and one pair, each failing by "
+        "at least 0.5 GiB and each start fitting by as much",
+    ),
 )
 
 # Kimi's numbers on GPUs without P2P: NCCL_P2P_LEVEL and NCCL_P2P_DISABLE do nothing
@@ -280,6 +322,15 @@ MINIMAX = Profile(
     prefill_s_per_token=3e-5,
     moe_intermediate_size=1536,
     weight_block_n=128,
+    # 8 of 256 experts, 62 layers x 3 x 3072 x 1536 FP8 bytes each: 7.0 GB a token, 1.76
+    # GB a rank at TP=4, 0.98 ms at 1792 GB/s of the 5.95 ms outside all-reduce at one stream.
+    routing=RoutingFigures(
+        experts=256,
+        top_k=8,
+        one_token_share=0.165,
+        source="MiniMax-M2.5's config.json (256 experts, 8 a token, FP8); the RTX PRO "
+        "6000's 1792 GB/s; max_share invented",
+    ),
     load_shards=126,
     startup=startup_figures(
         weights_s=75.0,
@@ -302,6 +353,7 @@ PROFILES: dict[str, Profile] = {
         CLEAR_GAIN,
         CONSUMER_PCIE,
         SLO_TRADE,
+        MEMORY_TIGHT,
         REASONING,
         MINIMAX,
     )

@@ -34,6 +34,7 @@ from tuner.sim.own_flags import (
     DEFAULT_PROFILE,
     DEFAULT_ROUND_STEPS,
 )
+from tuner.sim.routing import STRATEGY_ENV, strategy_from_env
 
 __all__ = [  # the parser's names too: callers import the command line from here
     "DEFAULT_NCCL_VERSION",
@@ -74,10 +75,13 @@ class SimSettings:
     max_model_len: int | None = None
     prefix_caching: bool = True
     load_format: str = "auto"  # "dummy": random weights
+    safetensors_load_strategy: str | None = None  # None: vLLM's default (lazy on ext4)
+    max_cudagraph_capture_size: int | None = None  # None: 512 (tuner/sim/graphs.py)
     speculative_method: str | None = None  # --speculative-config's method; None: off
     num_speculative_tokens: int = 0  # drafts per step; 0: off
     nccl: NcclEnv = field(default_factory=NcclEnv)
     nccl_tuner: TunerTable | None = None  # NCCL_TUNER_PLUGIN's table (sim/nccl_tuner_plugin)
+    moe_routing: str = ""  # VLLM_MOE_ROUTING_SIMULATION_STRATEGY; "": the router's own
     # simulator-only
     load_seconds: float = 2.0
     seed: int | None = None
@@ -87,6 +91,8 @@ class SimSettings:
     dummy_bias: float = DEFAULT_DUMMY_BIAS
     dummy_noise: float = DEFAULT_DUMMY_NOISE
     launch_index_file: str | None = None
+    host_ram_gib: float | None = None  # the page cache under the weights (sim/page_cache)
+    page_cache_file: str | None = None
     cold_first_launch: float = 0.0  # throughput x (1 - this) at launch 0
     drift: float = 0.0  # throughput x (1 - this x min(k, N) / N) at launch k
     drift_launches: int = DEFAULT_DRIFT_LAUNCHES  # N
@@ -150,6 +156,12 @@ def parse_settings(
     if ns.round_steps < 1:
         raise ArgError(f"--round-steps must be positive, got {ns.round_steps}")
     check_noise("--dummy-noise", ns.dummy_noise)
+    if ns.host_ram_gib is not None and not ns.host_ram_gib > 0:
+        raise ArgError(f"--host-ram-gib must be positive, got {ns.host_ram_gib:g}")
+    if ns.max_cudagraph_capture_size is not None and ns.max_cudagraph_capture_size < 1:
+        raise ArgError(
+            f"--max-cudagraph-capture-size must be 1 or more, got {ns.max_cudagraph_capture_size}"
+        )
     if not math.isfinite(ns.dummy_bias) or abs(ns.dummy_bias) > MAX_NOISE:
         raise ArgError(
             f"--dummy-bias is a fraction in -{MAX_NOISE:g}..{MAX_NOISE:g} (0.005 is 0.5%), "
@@ -157,6 +169,10 @@ def parse_settings(
         )
     spec_method, spec_tokens = parse_speculative(ns.speculative_config, ns.num_speculative_tokens)
     check_faults(ns)
+    try:
+        moe_routing = strategy_from_env(env)
+    except ValueError as exc:  # vLLM fails at the first MoE forward; the sim at its start
+        raise ArgError(f"{STRATEGY_ENV}: {exc}") from None
     nccl_error: str | None = None
     try:
         nccl, warnings = parse_nccl_env(env)
@@ -183,10 +199,13 @@ def parse_settings(
         max_model_len=ns.max_model_len,
         prefix_caching=ns.prefix_caching,
         load_format=ns.load_format,
+        safetensors_load_strategy=ns.safetensors_load_strategy,
+        max_cudagraph_capture_size=ns.max_cudagraph_capture_size,
         speculative_method=spec_method,
         num_speculative_tokens=spec_tokens,
         nccl=nccl,
         nccl_tuner=read_table(env),
+        moe_routing=moe_routing,
         load_seconds=ns.load_seconds,
         seed=ns.seed,
         launch_noise=ns.launch_noise,
@@ -195,6 +214,8 @@ def parse_settings(
         dummy_bias=ns.dummy_bias,
         dummy_noise=ns.dummy_noise,
         launch_index_file=ns.launch_index_file,
+        host_ram_gib=ns.host_ram_gib,
+        page_cache_file=ns.page_cache_file,
         cold_first_launch=ns.cold_first_launch,
         drift=ns.drift,
         drift_launches=ns.drift_launches,
@@ -218,7 +239,7 @@ def non_default_args(settings: SimSettings) -> dict[str, object]:
     """What vLLM prints as ``non-default args: {...}`` at startup; the API key as ``***``
     (vLLM redacts it there since 2026; older versions printed it)."""
     default = SimSettings()
-    skip = {"nccl", "unknown_args", "env_warnings", "nccl_error"}
+    skip = {"nccl", "moe_routing", "unknown_args", "env_warnings", "nccl_error"}
     out: dict[str, object] = {
         name: getattr(settings, name)
         for name in settings.__dataclass_fields__

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from tuner.sim import model
+from tuner.sim import model, page_cache
 from tuner.sim.boot import bind_socket, import_in_thread
 from tuner.sim.checks import first_failure
 from tuner.sim.engine import Engine, launch_speed_factor
@@ -157,7 +157,15 @@ class SimServer(StartupPhases):
             )
         for warning in st.env_warnings:
             log.warning("envs.py:94", warning)
+        if st.moe_routing and self.profile.routing is not None:  # vLLM's warning_once
+            log.warning(
+                "routing_simulator_router.py:285",
+                f"Simulating MoE routing using a {st.moe_routing} strategy. This should only "
+                "be used for performance testing. Model outputs will not be valid.",
+            )
         if st.launch_index_file and not self._count_launch(st.launch_index_file):
+            return 1
+        if st.host_ram_gib is not None and not self._read_page_cache(st.host_ram_gib):
             return 1
         try:
             sock = bind_socket(st.host, st.port or 0)
@@ -202,6 +210,44 @@ class SimServer(StartupPhases):
         )
         return True
 
+    def _read_page_cache(self, host_ram_gib: float) -> bool:
+        """The weights' read as the page cache and the load strategy make it (the plan's
+        weights phase); False (an error printed) when --page-cache-file is unusable."""
+        st, size = self.settings, self.profile.weights_gib * page_cache.GIB
+        try:
+            cached = (
+                page_cache.read_cached(st.page_cache_file, st.profile)
+                if st.page_cache_file
+                else 0.0
+            )
+        except page_cache.PageCacheFileError as exc:
+            self.log.error("page_cache.py:80", str(exc))
+            return False
+        space = page_cache.room(host_ram_gib)
+        read_s = page_cache.weights_read_s(size, cached, space, st.safetensors_load_strategy)
+        self.plan = startup_plan(self.profile, st, weights_s=read_s)
+        self.log.info(
+            "page_cache.py:60",
+            f"page cache: {min(cached, size) / 1e9:.0f} of {size / 1e9:.0f} GB of weights "
+            f"cached, room for {space / 1e9:.0f} GB; the weights read takes {read_s:.0f} s "
+            "on the seeds' box",
+        )
+        return True
+
+    def _remember_weights(self) -> bool:
+        """After a full read of the weights: what the page cache now holds of them."""
+        st = self.settings
+        if st.host_ram_gib is None or st.page_cache_file is None or st.load_format == "dummy":
+            return True
+        size = self.profile.weights_gib * page_cache.GIB
+        kept = page_cache.cached_after(size, page_cache.room(st.host_ram_gib))
+        try:
+            page_cache.remember(st.page_cache_file, st.profile, kept)
+        except page_cache.PageCacheFileError as exc:
+            self.log.error("page_cache.py:100", str(exc))
+            return False
+        return True
+
     async def _startup_and_serve(self, sock: socket.socket) -> int:
         st, prof, log = self.settings, self.profile, self.log
         port = sock.getsockname()[1]
@@ -239,6 +285,8 @@ class SimServer(StartupPhases):
         loaded = await self._load(failure)
         if loaded is not None:
             return loaded
+        if not self._remember_weights():
+            return 1
         # warmup: torch.compile, KV cache sizing, first collectives, graph capture
         warmed = await self._warmup(failure)
         if warmed is not None:

@@ -5,7 +5,8 @@
 cache and captures CUDA graphs. Each takes its share of ``--load-seconds``
 (:mod:`tuner.sim.phases`), stops early on SIGTERM, and fails at its own moment when
 :mod:`tuner.sim.checks` says the configuration breaks there (an OOM part-way through the
-weights, a bad NCCL choice at the first collectives). :class:`~tuner.sim.startup.SimServer`
+weights, a bad NCCL choice at the first collectives, a KV cache too small, CUDA graphs that
+do not fit). :class:`~tuner.sim.startup.SimServer`
 is built on these.
 """
 
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import time
 
-from tuner.sim import model
+from tuner.sim import model, page_cache
 from tuner.sim.checks import Failure
 from tuner.sim.log import Log, progress_line
 from tuner.sim.phases import StartupPlan
@@ -26,6 +27,9 @@ DYNAMO_SHARE = 0.55  # of torch.compile with a warm cache: Dynamo, then the cach
 # (vllm-project/vllm#16848: "Dynamo bytecode transform time: 5.03 s", then "Directly load the
 # compiled graph(s) ... from the cache, took 4.190 s")
 GRAPH_CAPTURE_GIB = 0.52  # "Graph capturing finished in N secs, took 0.52 GiB"
+# vLLM's tqdm bar over the capture sizes (v1/worker/gpu_model_runner.py _capture_cudagraphs)
+CAPTURE_BAR = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          |"
+CAPTURE_SIZES = 67
 
 
 class StartupPhases:
@@ -84,6 +88,9 @@ class StartupPhases:
             if oom:
                 return self._fail(oom)  # the same parameters do not fit, random or not
         else:
+            if st.host_ram_gib is not None:  # vLLM 0.32 says what it reads from, and the RAM
+                size = prof.weights_gib * page_cache.GIB
+                log.info("weight_utils.py:1102", page_cache.checkpoint_line(size, st.host_ram_gib))
             shards = prof.load_shards
             stop_at = max(1, int(shards * oom.load_fraction)) if oom else shards + 1
             log.line(progress_line(0, shards, 0.0), err=True)
@@ -152,6 +159,12 @@ class StartupPhases:
             return self._fail(failure)
         if plan.graphs_s > 0:
             t2 = time.monotonic()
+            if failure and failure.phase == "capture":
+                # vLLM captures the largest batch first: out of memory at its first graph
+                log.line(f"{CAPTURE_BAR} 0/{CAPTURE_SIZES} [00:00<?, ?it/s]", err=True)
+                if await self._sleep(plan.graphs_s / CAPTURE_SIZES):
+                    return self._stopped_early()
+                return self._fail(failure)
             if await self._sleep(plan.graphs_s):
                 return self._stopped_early()
             log.info(

@@ -8,7 +8,9 @@ One grammar for every limit a user writes, never eval'ed::
   ``goodput``, ...), with ``.STAT`` for a latency (``mean``, ``p50``, ``p90``, ``p99``);
   ``ttft_ms.p99`` and ``ttft_ms_p99`` are the same metric;
 - ``@LEVEL`` a concurrency level, or ``@*`` for every level; left out where the level is
-  what is searched (the capacity search of tuner/bench/capacity.py);
+  what is searched (the capacity search of tuner/bench/capacity.py), and on a launch's load
+  (``time_to_healthy_s``, ``load_weights_s``, ...: one value per launch, whatever the level;
+  a capacity search, on a running server, has none of them);
 - OP ``<=`` or ``>=``; NUMBER in the metric's unit (milliseconds, tokens/s, a fraction).
 
 A metric that is NaN (a level with no successful request) breaks every limit: a failed
@@ -22,13 +24,20 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from tuner.vocabulary import LATENCY_FAMILIES, LATENCY_STATS, THROUGHPUT_METRICS
+from tuner.vocabulary import (
+    LATENCY_FAMILIES,
+    LATENCY_STATS,
+    LOAD_METRICS,
+    THROUGHPUT_METRICS,
+    is_load_metric,
+)
 
 LIMIT_SCALARS = (*THROUGHPUT_METRICS, "peak_output_throughput", "goodput", "error_rate")
 """Metrics without a statistic."""
 LIMIT_METRICS = (
     *LIMIT_SCALARS,
     *(f"{family}_{stat}" for family in LATENCY_FAMILIES for stat in LATENCY_STATS),
+    *LOAD_METRICS,
 )
 """Every metric a limit can name, in the ``FAMILY_STAT`` spelling."""
 
@@ -105,8 +114,9 @@ def parse_limit(
     if metric not in LIMIT_METRICS:
         raise ValueError(
             f"limit {text!r}: unknown metric {metric!r}; use one of "
-            f"{', '.join(LIMIT_SCALARS)}, or a latency "
-            f"({'/'.join(LATENCY_FAMILIES)}) with .{'/.'.join(LATENCY_STATS)}"
+            f"{', '.join(LIMIT_SCALARS)}, a latency "
+            f"({'/'.join(LATENCY_FAMILIES)}) with .{'/.'.join(LATENCY_STATS)}, or a launch's "
+            f"load ({', '.join(LOAD_METRICS)})"
         )
     if match["op"] not in ("<=", ">="):
         raise ValueError(f"limit {text!r}: use <= or >= (not {match['op']}), e.g. {EXAMPLE!r}")
@@ -118,6 +128,8 @@ def parse_limit(
         at = int(match["level"])
         if at < 1:
             raise ValueError(f"limit {text!r}: a concurrency level is 1 or more")
+    if is_load_metric(metric):
+        return _load_limit(text, metric, op, float(match["value"]), at, level)
     if level == "required" and at is None:
         raise ValueError(f"limit {text!r}: name the level, e.g. {EXAMPLE!r} (or @* for all)")
     if level == "forbidden" and at is not None:
@@ -126,3 +138,26 @@ def parse_limit(
             f"write e.g. 'ttft_ms.p99 <= 1000'"
         )
     return MetricLimit(metric=metric, op=op, value=float(match["value"]), level=at)
+
+
+def _load_limit(
+    text: str,
+    metric: str,
+    op: Literal["<=", ">="],
+    value: float,
+    at: int | Literal["*"] | None,
+    level: Literal["required", "forbidden", "optional"],
+) -> MetricLimit:
+    """A limit on a launch's load: no @LEVEL (one value per launch), and none where a
+    running server's levels are searched (the capacity search loads nothing)."""
+    if level == "forbidden":
+        raise ValueError(
+            f"limit {text!r}: {metric} is a launch's load, and a capacity search measures a "
+            "running server: put it in objective.subject_to instead"
+        )
+    if at is not None:
+        raise ValueError(
+            f"limit {text!r}: {metric} is one value per launch (its load), not per "
+            f"concurrency level: write '{metric} {op} {value:g}'"
+        )
+    return MetricLimit(metric=metric, op=op, value=value, level=None)

@@ -42,6 +42,9 @@ _MODEL_FLAGS = ("--model",)
 _REPO_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 # The model types vLLM runs with multi-head latent attention: no KV-head split.
 _MLA_KEYS = ("kv_lora_rank",)
+EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+"""config.json's names for a MoE layer's routed experts (DeepSeek and Kimi, Mixtral and
+MiniMax, Qwen, others)."""
 
 
 def inspect_names(space: Space) -> dict[str, str]:
@@ -158,6 +161,12 @@ def text_config(model_config: Mapping[str, Any]) -> Mapping[str, Any]:
     return model_config
 
 
+def expert_count(model_config: Mapping[str, Any]) -> int | None:
+    """The routed experts of a MoE layer, from config.json; None for a dense model."""
+    text = text_config(model_config)
+    return next((n for k in EXPERT_KEYS if (n := _int(text.get(k))) and n > 0), None)
+
+
 def tensor_parallel_size(argv: Sequence[str]) -> int:
     """The TP size an argv asks for; 1 when it names none."""
     return layout_of(argv).tensor_parallel
@@ -224,8 +233,7 @@ def _expert_intermediate_size(text: Mapping[str, Any]) -> int | None:
     """The per-expert MLP width: moe_intermediate_size, or intermediate_size in a MoE."""
     if text.get("moe_intermediate_size"):
         return _int(text["moe_intermediate_size"])
-    experts = ("num_local_experts", "n_routed_experts", "num_experts")
-    if any(_int(text.get(k)) for k in experts):
+    if expert_count(text):
         return _int(text.get("intermediate_size"))
     return None
 

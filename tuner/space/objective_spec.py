@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tuner.space.limits import check_limits
 from tuner.space.spec_base import StrictModel
-from tuner.vocabulary import OBJECTIVE_METRICS
+from tuner.vocabulary import OBJECTIVE_METRICS, is_load_metric
 
 
 def known_metric(value: str) -> str:
@@ -22,6 +22,16 @@ def known_metric(value: str) -> str:
     if value not in OBJECTIVE_METRICS:
         raise ValueError(f"unknown metric {value!r}; use one of: {', '.join(OBJECTIVE_METRICS)}")
     return value
+
+
+def no_level_on_a_load(metric: str, concurrency: int | None, where: str) -> None:
+    """A launch's load (``time_to_healthy_s``, ...) is one value per launch: a concurrency
+    named with it would read as a level it depends on; ValueError with the fix."""
+    if is_load_metric(metric) and concurrency is not None:
+        raise ValueError(
+            f"{where}: {metric} is one value per launch (its load), not per concurrency "
+            "level: remove concurrency"
+        )
 
 
 class ObjectiveSpec(StrictModel):
@@ -52,6 +62,11 @@ class ObjectiveSpec(StrictModel):
     def _known_metric(cls, value: str) -> str:
         return known_metric(value)
 
+    @model_validator(mode="after")
+    def _load_has_no_level(self) -> ObjectiveSpec:
+        no_level_on_a_load(self.metric, self.concurrency, "objective")
+        return self
+
 
 class ObjectiveItem(StrictModel):
     """One of several objectives (``objectives:``): a metric at a level, and its direction."""
@@ -64,6 +79,11 @@ class ObjectiveItem(StrictModel):
     @classmethod
     def _known_metric(cls, value: str) -> str:
         return known_metric(value)
+
+    @model_validator(mode="after")
+    def _load_has_no_level(self) -> ObjectiveItem:
+        no_level_on_a_load(self.metric, self.concurrency, "objectives")
+        return self
 
 
 _OBJECTIVE_FIELDS = ("metric", "concurrency", "direction")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tuner.space.spec import SpaceSpec
-from tuner.vocabulary import OBJECTIVE_METRICS
+from tuner.vocabulary import OBJECTIVE_METRICS, is_load_metric
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,9 @@ class Objective:
 
     @property
     def name(self) -> str:
-        """``output_throughput@64``: how tables, optuna-dashboard and sentences name it."""
-        return f"{self.metric}@{self.concurrency}"
+        """``output_throughput@64``: how tables, optuna-dashboard and sentences name it; a
+        launch's load (``time_to_healthy_s``) by its metric alone, as it has no level."""
+        return self.metric if is_load_metric(self.metric) else f"{self.metric}@{self.concurrency}"
 
     def to_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "concurrency": self.concurrency, "direction": self.direction}

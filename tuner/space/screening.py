@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, field_validator, model_validator
 
@@ -52,6 +52,10 @@ WEIGHT_FLAGS: tuple[str, ...] = (
 """vLLM flags that act through the weights: random weights cannot judge them."""
 WEIGHT_ENV: tuple[str, ...] = ()
 """Environment variables that act through the weights (none known yet)."""
+MOE_ROUTING_ENV = "VLLM_MOE_ROUTING_SIMULATION_STRATEGY"
+"""vLLM's routing simulation (vllm/envs.py): a MoE's tokens sent to experts drawn at random
+instead of by the router, which on random weights sends them all to the same few."""
+MoeRoutingMode = Literal["auto", "uniform_random", "off"]
 
 
 class ScreeningBenchmark(StrictModel):
@@ -85,6 +89,10 @@ class ScreeningSpec(StrictModel):
     patience: int | None = Field(default=None, ge=1)
     """Screening launches without a significant gain before the plateau stop; default twice
     ``stop.patience``: a screening launch costs minutes, a full one the model's load."""
+    moe_routing: MoeRoutingMode = "auto"
+    """``VLLM_MOE_ROUTING_SIMULATION_STRATEGY=uniform_random`` on screening launches: auto
+    where the server is vLLM, its vLLM knows the variable and the model has experts
+    (tuner/check/moe_routing.py); uniform_random always; off never."""
 
     @field_validator("args", mode="before")
     @classmethod
@@ -111,6 +119,11 @@ class ScreeningSpec(StrictModel):
             raise ValueError(
                 "adds nothing to a launch: give 'args: [--load-format, dummy]' (vLLM) or "
                 "an 'env:', or leave the section out"
+            )
+        if self.moe_routing == "uniform_random" and MOE_ROUTING_ENV in self.env:
+            raise ValueError(
+                f"moe_routing: uniform_random and env.{MOE_ROUTING_ENV} both set the "
+                f"routing of screening launches: keep one (env's value wins over auto)"
             )
         return self
 

@@ -4,7 +4,8 @@ Each section's model lives in its own module (server_spec.py, params_spec.py,
 benchmark_spec.py, objective_spec.py, stop_spec.py, probe_spec.py, screening.py, slo.py);
 what one section alone cannot know is checked here: a constraint naming a param, an
 objective's level among the benchmark's, ``per_gpu`` only where a value per GPU is read,
-a probe size per benchmark level, no screening under several objectives or limits.
+a probe size per benchmark level, no screening under several objectives or limits, nor
+under an objective on a launch's load (nor a probe).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tuner.space.server_spec import ServerSpec
 from tuner.space.slo import check_slo_objective
 from tuner.space.spec_base import StrictModel
 from tuner.space.stop_spec import SearchSpec, StopSpec
-from tuner.vocabulary import OBJECTIVE_METRICS
+from tuner.vocabulary import OBJECTIVE_METRICS, is_load_metric
 
 
 class SpaceSpec(StrictModel):
@@ -133,6 +134,7 @@ class SpaceSpec(StrictModel):
             )
         _limit_levels(self.objective.subject_to, self.benchmark.concurrency)
         _per_gpu_fits(self)
+        _load_objective_fits(self)
         objective, bench = self.objective, self.benchmark
         check_slo_objective(
             objective.metric, objective.concurrency, objective.subject_to,
@@ -193,6 +195,29 @@ def _per_gpu_fits(spec: SpaceSpec) -> None:
         raise ValueError(
             "objective.per_gpu is set with a probe: section, whose decode-step estimate reads "
             "the objective as a whole server's throughput: remove one of them"
+        )
+
+
+def _load_objective_fits(spec: SpaceSpec) -> None:
+    """An objective on a launch's load (``time_to_healthy_s``, ...) is judged on full launches
+    without a probe: a screening launch draws random weights (its load says nothing of
+    reading them), and the probe weighs NCCL values by their share of a decode step."""
+    loads = [
+        m
+        for m in (spec.objective.metric, *(o.metric for o in spec.objectives or ()))
+        if is_load_metric(m)
+    ]
+    if not loads:
+        return
+    if spec.screening is not None:
+        raise ValueError(
+            f"screening: with an objective on {loads[0]}: a screening launch loads random "
+            "weights, so its load says nothing of the real one's: remove the screening: section"
+        )
+    if spec.probe is not None:
+        raise ValueError(
+            f"probe: with an objective on {loads[0]}: the probe judges NCCL values by their "
+            "share of a decode step, not of a load: remove the probe: section"
         )
 
 

@@ -1,9 +1,12 @@
-"""What the study ran on: host, GPUs, driver, server and NCCL versions.
+"""What the study ran on: host, GPUs, driver, server and NCCL versions, the model's weights.
 
 Collected once per study and stored with it, so two studies' numbers can be
 compared knowing whether the machine, the driver or the server changed. Every
 field is gathered on its own and left None when it cannot be read; without GPUs
-the host side is still complete and ``gpu_note`` says why there are no GPUs.
+the host side is still complete and ``gpu_note`` says why there are no GPUs. The RAM
+available (with the first healthy server up: what a page cache may hold beside a server)
+and the weights on disk (bytes, filesystem; tuner/telemetry/weights_disk.py) explain a
+load wherever the study is read (tuner/study/facts/load_explained.py).
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import psutil
 
 import tuner
 from tuner.telemetry.gpu import GpuBackend, GpuInfo
+from tuner.telemetry.weights_disk import weights_facts
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,10 @@ class Inventory:
     server_version: str | None
     nccl_version: str | None
     collected_at: float  # time.time()
+    ram_available_gib: float | None = None  # with the study's first healthy server up
+    weights_path: str | None = None  # the model's folder on this machine (None: not here)
+    weights_bytes: int | None = None  # of the files vLLM reads from it
+    weights_fs: str | None = None  # the filesystem they are read from: ext4, nfs4, lustre ...
 
     @property
     def gpu_names(self) -> tuple[str, ...]:
@@ -145,11 +154,13 @@ def collect_inventory(
     base_url: str | None = None,
     log_text: str | None = None,
     timeout_s: float = 5.0,
+    weights_dir: Path | None = None,
 ) -> Inventory:
     """Gather the inventory; never raises.
 
     ``base_url`` adds the server's version (GET /version); ``log_text`` (the server's
-    log so far) adds the NCCL version when the log states it.
+    log so far) adds the NCCL version when the log states it; ``weights_dir`` (the model's
+    folder on this machine) its weights' bytes and filesystem.
     """
     gpus: list[GpuInfo] = []
     count = (_safe(gpu.device_count) or 0) if gpu.available else 0
@@ -159,6 +170,7 @@ def collect_inventory(
             gpus.append(info)
     note = None if gpus else (getattr(gpu, "reason", None) or "no GPU facts: GPU telemetry off")
     memory = _safe(psutil.virtual_memory)
+    weights = _safe(weights_facts, weights_dir) if weights_dir is not None else None
     return Inventory(
         hostname=socket.gethostname(),
         os=platform.platform(),
@@ -177,6 +189,10 @@ def collect_inventory(
         server_version=server_version(base_url, timeout_s=timeout_s) if base_url else None,
         nccl_version=parse_nccl_version(log_text),
         collected_at=time.time(),
+        ram_available_gib=round(memory.available / 2**30, 1) if memory is not None else None,
+        weights_path=weights.path if weights is not None else None,
+        weights_bytes=weights.bytes if weights is not None else None,
+        weights_fs=weights.fstype if weights is not None else None,
     )
 
 
@@ -196,10 +212,15 @@ def inventory_lines(inv: Inventory) -> list[str]:
         f"host: {inv.hostname} ({inv.os})",
         f"cpu: {_or_dash(inv.cpu_model)}, {_or_dash(inv.cpu_count)} threads, "
         f"{_or_dash(inv.cpu_cores)} cores",
-        f"ram: {_or_dash(inv.ram_total_gib)} GiB",
+        f"ram: {_or_dash(inv.ram_total_gib)} GiB, {_or_dash(inv.ram_available_gib)} available",
         f"python: {inv.python_version}, tuner: {_or_dash(inv.tuner_version)}",
         f"server: {_or_dash(inv.server_version)}, nccl: {_or_dash(inv.nccl_version)}",
     ]
+    if inv.weights_bytes is not None:
+        lines.append(
+            f"weights: {inv.weights_bytes / 1e9:.1f} GB on {_or_dash(inv.weights_fs)} "
+            f"({inv.weights_path})"
+        )
     if not inv.gpus:
         lines.append(f"gpus: none ({inv.gpu_note})")
         return lines

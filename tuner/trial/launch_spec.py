@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from tuner.check.moe_routing import decided_moe_routing
 from tuner.launcher import LaunchSpec, parse_visible_devices
 from tuner.space.secret_params import launch_settings
 from tuner.space.settings import Settings, server_argv, server_env
@@ -29,7 +30,8 @@ def launch_spec_for(
     """How to start the server for these settings: argv, env, unset variables, log file.
 
     ``screening``: a screening launch, the space's ``screening.args`` after the trial's and
-    its ``screening.env`` over the rest (tuner/space/screening.py).
+    its ``screening.env`` over the rest (tuner/space/screening.py), with vLLM's MoE routing
+    simulation where tuner/check/moe_routing.py says so; never on a full launch.
 
     The server's env is built here once; its ``CUDA_VISIBLE_DEVICES`` (or tuner's own)
     names the GPUs to watch, UUIDs resolved through ``gpu``. A secret param's real value
@@ -46,15 +48,19 @@ def launch_spec_for(
     env = server_env(server, settings, port=port, **names)
     argv = server_argv(server, settings, port=port, **names)
     extra = space.spec.screening if screening else None
+    routing: dict[str, str] = {}
     if extra is not None:
         argv += list(extra.args)
-        env.update(extra.env)
+        routing = decided_moe_routing(space).env()
+        env.update({**routing, **extra.env})
     return LaunchSpec(
         argv=argv,
         env=env,
         # `default` removes a variable from the inherited environment too, unless the
         # space's fixed env sets it on purpose.
-        unset=frozenset(settings.unset - set(server.env) - set(extra.env if extra else ())),
+        unset=frozenset(
+            settings.unset - set(server.env) - set(extra.env if extra else ()) - set(routing)
+        ),
         host=server.host,
         port=port,
         health_path=server.health_path,

@@ -3,7 +3,9 @@
 Each level is measured, summarised and stored with its telemetry before the next one
 starts, so a launch cut short (pruned, failed, interrupted) keeps what it measured. The
 objective's value per round comes out of it, with the pruning check between rounds; the
-runner (tuner/trial/runner.py) owns the server around it.
+runner (tuner/trial/runner.py) owns the server around it. An objective on the launch's
+load (``time_to_healthy_s``, ...) has one value, known before the first round: the
+launch's only value, whatever the rounds (they measure the limits' levels).
 """
 
 from __future__ import annotations
@@ -68,9 +70,11 @@ class LaunchRounds:
         trial_number: int,
         prune_check: PruneCheck | None,
         benchmark: BenchmarkSpec,
+        load_value: float | None = None,
     ) -> LaunchOutcome:
         """Every round of every level of ``benchmark`` (the launch's fidelity's: a screening
-        launch may run fewer); the objective's value per round; pruning between."""
+        launch may run fewer); the objective's value per round; pruning between.
+        ``load_value``: the objective's value when it is the launch's load."""
         spec = self.spec
         base_url = process.url  # IPv6 in brackets; a wildcard bind reached on loopback
         model = benchmark.model or bench.discover_model(base_url)
@@ -82,7 +86,7 @@ class LaunchRounds:
             base_url=base_url,
             interval_s=self.telemetry_interval_s,
         )
-        round_values: list[float] = []
+        round_values: list[float] = [] if load_value is None else [load_value]
         headline: dict[str, float] = {}
         pruned: str | None = None
         tokens, seconds = 0, 0.0
@@ -120,7 +124,8 @@ class LaunchRounds:
                     self.observer.level_done(trial_number, round_index, summary)
                     tokens, seconds = tokens + summary.output_tokens, seconds + summary.duration_s
                     if concurrency == spec.objective_concurrency and not by_capacity:
-                        round_values.append(summary.metric(spec.objective.metric) / gpus)
+                        if load_value is None:
+                            round_values.append(summary.metric(spec.objective.metric) / gpus)
                         headline = _headline(summary)
                 if benchmark.capacity is not None:
                     measure = partial(

@@ -14,20 +14,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tuner import telemetry
 from tuner.errors import BenchmarkError, LaunchError, PortTakenError, Terminated
 from tuner.events import SweepObserver
 from tuner.launcher import ServerProcess, StopReport, ensure_gpus_idle, free_port
+from tuner.launcher.load_metrics import load_metric_value
 from tuner.secrets import private_dir, scrub, secret_values
 from tuner.space.settings import Settings
 from tuner.space.spec import BenchmarkSpec, Space
 from tuner.storage import LaunchStatus, Store
 from tuner.telemetry.gpu import GpuBackend
+from tuner.telemetry.weights_disk import model_folder
 from tuner.trial.launch_record import final_fields, read_load_phases, scrub_error
 from tuner.trial.launch_spec import launch_spec_for, server_gpus
 from tuner.trial.rounds import HEADLINE_METRICS, LaunchOutcome, LaunchRounds, PruneCheck
+from tuner.vocabulary import is_load_metric
 
 __all__ = [
     "HEADLINE_METRICS",
@@ -209,15 +212,17 @@ class TrialRunner:
                 on_progress=lambda p: self.observer.load_progress(trial_number, p.percent, p.line)
             )
             # The load's phases, from the log as it stands now: the benchmark adds nothing.
-            self.store.update_launch(
-                launch_id,
-                seconds_to_healthy=seconds,
-                load_phases=read_load_phases(launch.log_path, seconds),
-            )
+            phases = read_load_phases(launch.log_path, seconds)
+            self.store.update_launch(launch_id, seconds_to_healthy=seconds, load_phases=phases)
             phases_read = True
             self.observer.healthy(trial_number, seconds)
             outcome = self._benchmark(
-                process, launch_id, trial_number, prune_check, self.spec.benchmark_for(fidelity)
+                process,
+                launch_id,
+                trial_number,
+                prune_check,
+                self.spec.benchmark_for(fidelity),
+                self._load_value(seconds, phases),
             )
             outcome = dataclasses.replace(outcome, seconds_to_healthy=seconds)
             status = LaunchStatus.PRUNED if outcome.pruned_reason else LaunchStatus.COMPLETE
@@ -267,6 +272,7 @@ class TrialRunner:
         trial_number: int,
         prune_check: PruneCheck | None,
         benchmark: BenchmarkSpec,
+        load_value: float | None,
     ) -> LaunchOutcome:
         """The study's inventory once (from its first healthy server), then the rounds."""
         if not self._inventory_done:
@@ -278,12 +284,31 @@ class TrialRunner:
             self.gpu,
             telemetry_interval_s=self.options.telemetry_interval_s,
         )
-        return rounds.run(process, launch_id, trial_number, prune_check, benchmark)
+        return rounds.run(process, launch_id, trial_number, prune_check, benchmark, load_value)
+
+    def _load_value(self, seconds: float, phases: dict[str, Any] | None) -> float | None:
+        """The objective's value when it is the launch's load (None: it is a level's
+        figure); BenchmarkError when the log did not say the phase it names."""
+        metric = self.spec.objective.metric
+        if not is_load_metric(metric):
+            return None
+        value = load_metric_value(metric, seconds, phases)
+        if value is None:
+            raise BenchmarkError(
+                f"objective {metric}: the server's log said no phase of its load (the lines "
+                'tuner reads: docs/launcher.md, "The phases of a load"); use time_to_healthy_s'
+            )
+        return value
 
     def _record_inventory(self, base_url: str, process: ServerProcess) -> None:
         hide = secret_values(process.spec.argv, process.spec.child_env())
+        # The model's weights on this machine (bytes, filesystem) explain a load
+        # (tuner/study/facts/load_explained.py).
         inventory = telemetry.collect_inventory(
-            self.gpu, base_url=base_url, log_text=scrub(process.log_tail(400), hide)
+            self.gpu,
+            base_url=base_url,
+            log_text=scrub(process.log_tail(400), hide),
+            weights_dir=model_folder(self.space),
         )
         self.store.update_study(self.space.study_name, inventory=inventory.to_dict())
         self._inventory_done = True

@@ -22,10 +22,12 @@ from optuna.trial import TrialState
 from tuner import stats
 from tuner.probe.ceiling import Ceiling
 from tuner.study.facts import analysis
+from tuner.study.facts.load_explained import LoadExplained, explain_study_load
 from tuner.study.run.reader import trial_views
 from tuner.study.state import StudyState, full_launched
 from tuner.views.best_capacity import CapacityAnswer, capacity_answer
 from tuner.views.best_entry import ConfigEntry, config_entry
+from tuner.views.best_failures import FailuresAnswer, failures_answer
 from tuner.views.best_final import FinalAnswer, final_answer
 from tuner.views.best_gain import CouldHaveMissed, GainVsBaseline, could_have_missed
 from tuner.views.best_limits import LimitsAnswer, limits_answer, objectives
@@ -116,6 +118,11 @@ class BestReport:
     None while nothing is recommended. not_settled keeps the defaults until settled."""
     not_settled: NotSettled | None = None
     """With not_settled: the candidate, what it showed, and the run that would settle it."""
+    load: LoadExplained | None = None
+    """Why a full load of the defaults takes that long, and the lever most likely to cut it
+    (tuner/study/facts/load_explained.py); None before a full load was healthy."""
+    failures: FailuresAnswer | None = None
+    """The failed launches by cause and what they taught (views/best_failures.py)."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of `tuner best --format json` (optional keys only when set)."""
@@ -160,6 +167,8 @@ class BestReport:
         out["final"] = self.final.to_json() if self.final is not None else None
         out["screening"] = self.screening.to_json() if self.screening is not None else None
         out["topology"] = self.topology.to_json() if self.topology is not None else None
+        out["failures"] = self.failures.to_json() if self.failures is not None else None
+        out["load"] = self.load.to_json() if self.load is not None else None
         return out
 
 
@@ -180,6 +189,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
     facts = analysis.analyze(opened.store, space, fingerprint=hardware.fingerprint)
     facts = facts.with_looks(StudyState.from_attrs(user_attrs).final.looks)  # as sized
     states = [t.state for t in opened.optuna_study.get_trials(deepcopy=False)]
+    views = trial_views(opened.optuna_study)
     row = opened.store.study(study)
     rec = facts.recommendation()
     best = facts.configs.get(rec.best) if rec else None
@@ -202,7 +212,7 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         unsettled = not_settled(
             rec.unsettled,
             trial=candidate.trials[0] if candidate is not None and candidate.trials else None,
-            full_launches=full_launched(trial_views(opened.optuna_study)),
+            full_launches=full_launched(views),
             space_path=row.space_path if row is not None else None,
             storage=storage,
         )
@@ -253,10 +263,12 @@ def best_report(storage: str, study: str, *, fingerprint: str | None = None) -> 
         pareto=front,
         capacity=capacity_answer(opened.store, space, named),
         final=final_answer(facts, rec) if front is None else None,
-        screening=screening_answer(facts, opened.store.launches(study)),
+        screening=screening_answer(facts, launches := opened.store.launches(study)),
         topology=topology_answer(user_attrs),
         verdict=verdict,
         not_settled=unsettled,
+        failures=failures_answer(views, space.spec),
+        load=explain_study_load(opened.store, space, launches),
     )
 
 

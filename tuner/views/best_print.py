@@ -102,6 +102,9 @@ def print_best(
             console.print(
                 "Deploy with:  tuner best --format env | systemd | args | docker | vllm-config"
             )
+    if report.load is not None:  # each restart's cost, why, and what would cut it
+        sentence = report.load.sentence()
+        console.print(f"Load: {sentence[:1].upper()}{sentence[1:]}.", highlight=False, markup=False)
     for line in report.screening.lines() if report.screening is not None else ():
         console.print(line, highlight=False, markup=False)
     if report.probe is not None:
@@ -126,6 +129,8 @@ def print_best(
         f"Stopped: {report.stop_reason or 'not yet'}"
         + (f" — {report.stop_detail}" if report.stop_detail else "")
     )
+    for line in report.failures.lines() if report.failures is not None else ():
+        console.print(line, highlight=False, markup=False)
 
 
 def noise_text(report: BestReport) -> str:

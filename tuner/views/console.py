@@ -20,6 +20,7 @@ from tuner.telemetry.gpu import open_gpu_backend
 from tuner.views.console_live import LiveView
 from tuner.views.plan_text import plan_summary
 from tuner.views.trial_line import trial_line
+from tuner.vocabulary import is_load_metric
 
 
 class MessageObserver(SweepObserver):
@@ -91,10 +92,15 @@ def run_with_console(space_path: Path, request: RunRequest, console: Console) ->
     gpu = open_gpu_backend()
     if not gpu.available:
         console.print(f"[dim]{getattr(gpu, 'reason', 'no NVIDIA GPU: GPU telemetry off')}[/]")
+    objective = space.spec.objective
+    at = (  # a launch's load has one value per launch, no level
+        " (per launch)"
+        if is_load_metric(objective.metric)
+        else f" at concurrency {space.spec.objective_concurrency}"
+    )
     console.print(
         f"Study [bold]{space.study_name}[/] in {safe_url(request.storage)}: "
-        f"{len(space.spec.params)} params, "
-        f"objective {space.spec.objective.label} at concurrency {space.spec.objective_concurrency}"
+        f"{len(space.spec.params)} params, objective {objective.label}{at}"
     )
     view = LiveView(space.study_name, request.trials)
     display = Live(view, console=console, refresh_per_second=4, transient=True)

@@ -100,8 +100,7 @@ def pace_of(plan: CostPlan, said_at: float) -> Pace | None:
     screening = plan.screening
     if screening is not None:
         full, screen = screening.full, screening.screen
-        low_h = screening.hours(screening.keep_defaults)
-        high_h = screening.hours(screening.one_gain)
+        low_h, high_h = screening.keep_hours, screening.gain_hours
         spent = sum(t.launches * (t.per_launch_s or 0.0) for t in (full, screen))
         times = full
     else:

@@ -77,6 +77,8 @@ def plan_lines(plan: CostPlan) -> list[str]:
     loads = load_costs_sentence(plan.loads) if plan.loads is not None else None
     if loads is not None:
         out.append(f"  a load: {loads}")
+    if plan.load is not None:  # why, and the lever most likely to cut it
+        out.append(f"  why: {plan.load.sentence()}")
     if plan.levers:
         out.append("  what would lower them:")
         out.extend(f"    {lever.change}: {lever.effect}" for lever in plan.levers)
@@ -111,14 +113,13 @@ def _answer_cost(plan: CostPlan) -> str:
     s = plan.screening
     if s is not None:
 
-        def hours(launches: tuple[int, int]) -> str:
-            value = s.hours(launches)
+        def hours(value: float | None) -> str:
             return f" ({_duration(value)})" if value is not None else ""
 
         keep, gain = s.keep_defaults, s.one_gain
         return (
-            f"{keep[0]} screening + {keep[1]} full{hours(keep)} to keep the defaults, "
-            f"{gain[0]} + {gain[1]}{hours(gain)} with a gain"
+            f"{keep[0]} screening + {keep[1]} full{hours(s.keep_hours)} to keep the defaults, "
+            f"{gain[0]} + {gain[1]}{hours(s.gain_hours)} with a gain"
         )
     low, high = plan.hours(plan.quickest), plan.hours(plan.typical)
     if low is None or high is None:
@@ -244,11 +245,11 @@ def _screening_lines(s: ScreeningPlan) -> list[str]:
     return [
         line,
         f"  with screening: {keep[0]} screening + {keep[1]} full launches to keep the defaults "
-        f"({hours(s.hours(keep))}), {gain[0]} + {gain[1]} with one gain found "
-        f"({hours(s.hours(gain))}; at most {s.max_launches} screening launches)",
+        f"({hours(s.keep_hours)}), {gain[0]} + {gain[1]} with one gain found "
+        f"({hours(s.gain_hours)}; at most {s.max_launches} screening launches)",
         f"  without screening (every launch a full load): {s.without[0]} launches to keep the "
-        f"defaults ({hours(s.hours_without(s.without[0]))}), {s.without[1]} with one gain "
-        f"({hours(s.hours_without(s.without[1]))})",
+        f"defaults ({hours(s.keep_hours_without)}), {s.without[1]} with one gain "
+        f"({hours(s.gain_hours_without)})",
     ]
 
 
@@ -260,5 +261,7 @@ def _duration(hours: float) -> str:
 
 
 def plan_json(plan: CostPlan) -> dict[str, Any]:
-    """The plan's figures (``CostPlan.to_json``) with its lines as ``text``: `--format json`."""
-    return {**plan.to_json(), "text": plan_lines(plan)}
+    """The plan's figures (``CostPlan.to_json``), why a load takes what it takes (``load``)
+    and its lines as ``text``: `--format json`."""
+    load = plan.load.to_json() if plan.load is not None else None
+    return {**plan.to_json(), "load": load, "text": plan_lines(plan)}

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner import stats
+from tuner.launcher.load_metrics import load_metric_value
 from tuner.storage import Store
+from tuner.vocabulary import is_load_metric
 
 Rounds = list[Mapping[Any, Mapping[str, Any]]]
 """One launch's rounds in order, each its level summaries by concurrency."""
@@ -47,10 +49,26 @@ def launch_rounds(store: Store, launch_ids: Sequence[int]) -> dict[int, Rounds]:
 def launch_values(
     store: Store, launch_ids: Sequence[int], reads: Sequence[MetricRead]
 ) -> dict[int, list[stats.LaunchEstimate | None]]:
-    """Per launch, per read: the estimate over its rounds (None: a NaN or missing value)."""
+    """Per launch, per read: the estimate over its rounds (None: a NaN or missing value);
+    a load's read, its one value (LaunchEstimate of n=1)."""
+    rounds = launch_rounds(store, launch_ids)
+    loads: dict[int, dict[str, float | None]] = {}
+    load_reads = [r.metric for r in reads if is_load_metric(r.metric)]
+    if load_reads:
+        for row in store.launches_by_id(list(rounds)):
+            loads[row.id] = {
+                m: load_metric_value(m, row.seconds_to_healthy, row.load_phases) for m in load_reads
+            }
+
+    def read(launch_id: int, by_round: Rounds, r: MetricRead) -> stats.LaunchEstimate | None:
+        if not is_load_metric(r.metric):
+            return metric_estimate(by_round, r.metric, r.level, worst=r.worst)
+        value = loads.get(launch_id, {}).get(r.metric)
+        return stats.launch_estimate([value]) if value is not None else None
+
     return {
-        launch_id: [metric_estimate(by_round, r.metric, r.level, worst=r.worst) for r in reads]
-        for launch_id, by_round in launch_rounds(store, launch_ids).items()
+        launch_id: [read(launch_id, by_round, r) for r in reads]
+        for launch_id, by_round in rounds.items()
     }
 
 

@@ -40,6 +40,7 @@ from tuner.stats.power import DetectableGain, detectable_gain
 from tuner.study.facts.final_size import FinalSizing, answer_gain, default_looks, size_final
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
 from tuner.study.facts.load_costs import LoadCosts
+from tuner.study.facts.load_explained import LoadExplained
 from tuner.study.facts.plan_launches import ScreeningPlan, verdict_launches
 from tuner.study.facts.plan_levers import Lever, levers
 
@@ -98,6 +99,10 @@ class CostPlan:
     """With a ``screening:`` section: both kinds of launch, and the hours with and without."""
     loads: LoadCosts | None = None
     """What a load costs, phase by phase, per fidelity (from the servers' logs)."""
+    load: LoadExplained | None = None
+    """Why a full load takes that long, and its lever (tuner/study/facts/load_explained.py):
+    set by the callers that read the run host's facts (tuner check --plan, the report);
+    not among the recorded figures (``to_json``), which the sweep's plan has without it."""
     sizing: FinalSizing | None = None
     """The final comparison sized to this noise (tuner/study/facts/final_size.py); None
     with several objectives (no final comparison)."""

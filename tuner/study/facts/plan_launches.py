@@ -7,6 +7,12 @@ and the final comparison's (both sides of its sized look). With a ``screening:``
 the search's launches are screening ones and the rest full loads (``ScreeningPlan``), set
 beside the same study without screening, every launch a full load. The arithmetic only:
 tuner/study/facts/plan.py puts it in the plan, tuner/views/plan_text.py says it.
+
+The hours count the compile cache: a configuration's first launch compiles, its later
+ones read what that one compiled, at either fidelity (tuner/study/facts/load_costs.py,
+``CompileReuse``). Every full launch of a screening study is of a configuration a screening
+launch warmed (the defaults, the gain the search found), so only the first launches of
+configurations pay the compile: the defaults' first, each search launch, the simpler form.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.space.spec import SpaceSpec
+from tuner.study.attrs import FULL, SCREEN
 from tuner.study.effects.model import levels
 from tuner.study.facts.launch_times import LaunchCosts, LaunchTimes
+from tuner.study.facts.load_costs import CompileReuse
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,7 @@ def verdict_launches(
     screening = None
     if spec.screening is not None:
         plain = baseline + to_gain + stop.confirmations + stop.patience + candidate + final_size
+        # Configurations first launched: the defaults, each search trial, the simpler form.
         screening = ScreeningPlan(
             full=costs.full if costs is not None else times,
             screen=costs.screen if costs is not None else LaunchTimes(0, None, None),
@@ -76,6 +85,9 @@ def verdict_launches(
             one_gain=(baseline + search, full_baselines + final_size),
             without=(baseline + stop.patience, plain),
             max_launches=spec.screening.max_launches,
+            firsts=(1 + patience, 1 + to_gain + patience + 1),
+            firsts_without=(1 + stop.patience, 1 + to_gain + stop.patience + 1),
+            compile=costs.loads.compile if costs is not None else CompileReuse(),
         )
     return VerdictLaunches(values, to_try_all, quickest, typical, parts, typical_futile, screening)
 
@@ -94,16 +106,53 @@ class ScreeningPlan:
     without: tuple[int, int]
     """Full launches without screening: to keep the defaults, with one gain found."""
     max_launches: int
+    firsts: tuple[int, int] = (0, 0)
+    """Configurations first launched (each compiles): to keep the defaults, with one gain."""
+    firsts_without: tuple[int, int] = (0, 0)
+    """The same without screening (its own patience)."""
+    compile: CompileReuse = CompileReuse()
 
-    def hours(self, launches: tuple[int, int]) -> float | None:
-        screen, full = self.screen.per_launch_s, self.full.per_launch_s
+    def again_s(self, fidelity: str) -> float | None:
+        """A launch of a configuration launched before: the measured mean of ``fidelity``
+        less the extra compile of the first launches among those measured."""
+        times = self.screen if fidelity == SCREEN else self.full
+        per, saved = times.per_launch_s, self.compile.saved_s
+        if per is None or not saved:
+            return per
+        return per - self.compile.first_share(fidelity) * saved
+
+    def hours(self, launches: tuple[int, int], firsts: int = 0) -> float | None:
+        """Hours of (screening, full) launches, ``firsts`` of them first launches of their
+        configuration's compile cache (each adds the compile a warm cache saves)."""
+        screen, full = self.again_s(SCREEN), self.again_s(FULL)
         if full is None or (screen is None and launches[0]):
             return None
-        return (launches[0] * (screen or 0.0) + launches[1] * full) / 3600
+        seconds = launches[0] * (screen or 0.0) + launches[1] * full
+        return (seconds + firsts * (self.compile.saved_s or 0.0)) / 3600
 
-    def hours_without(self, launches: int) -> float | None:
-        full = self.full.per_launch_s
-        return None if full is None else launches * full / 3600
+    def hours_without(self, launches: int, firsts: int = 0) -> float | None:
+        return self.hours((0, launches), firsts)
+
+    @property
+    def keep_hours(self) -> float | None:
+        """Hours to keep the defaults. Where screening keys its compile cache apart
+        (CompileReuse.screening_parts) the defaults' full launches compile once more."""
+        parted = 1 if self.compile.screening_parts else 0
+        return self.hours(self.keep_defaults, self.firsts[0] + parted)
+
+    @property
+    def gain_hours(self) -> float | None:
+        """Hours with one gain found (the defaults and the gain compile again when parted)."""
+        parted = 2 if self.compile.screening_parts else 0
+        return self.hours(self.one_gain, self.firsts[1] + parted)
+
+    @property
+    def keep_hours_without(self) -> float | None:
+        return self.hours_without(self.without[0], self.firsts_without[0])
+
+    @property
+    def gain_hours_without(self) -> float | None:
+        return self.hours_without(self.without[1], self.firsts_without[1])
 
     def to_json(self) -> dict[str, Any]:
         def times(t: LaunchTimes) -> dict[str, Any]:
@@ -124,12 +173,21 @@ class ScreeningPlan:
                 },
                 "max_screening": self.max_launches,
             },
-            "hours": {
-                "keep_defaults": self.hours(self.keep_defaults),
-                "one_gain": self.hours(self.one_gain),
+            "first_launches": {
+                "keep_defaults": self.firsts[0],
+                "one_gain": self.firsts[1],
                 "without_screening": {
-                    "keep_defaults": self.hours_without(self.without[0]),
-                    "one_gain": self.hours_without(self.without[1]),
+                    "keep_defaults": self.firsts_without[0],
+                    "one_gain": self.firsts_without[1],
+                },
+            },
+            "compile": self.compile.to_json(),
+            "hours": {
+                "keep_defaults": self.keep_hours,
+                "one_gain": self.gain_hours,
+                "without_screening": {
+                    "keep_defaults": self.keep_hours_without,
+                    "one_gain": self.gain_hours_without,
                 },
             },
         }

@@ -13,6 +13,7 @@ cost plan (tuner/study/facts/plan.py); tuner/views/plan.py says which and prints
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +28,7 @@ from tuner.storage import LaunchRow, Store
 from tuner.study import attrs
 from tuner.study.facts import analysis, plan
 from tuner.study.facts.launch_times import launch_costs, launch_times
+from tuner.study.facts.load_explained import explain_study_load
 from tuner.study.facts.plan import CostPlan
 from tuner.study.policy import futility
 from tuner.telemetry.gpu import GpuBackend, open_gpu_backend
@@ -122,4 +124,5 @@ def said_plan(
     if facts.baseline is None or facts.noise is None:
         return None
     budget = (recorded.get("launches") or {}).get("budget")
-    return baseline_plan(space, facts, opening, budget=budget)
+    plan = baseline_plan(space, facts, opening, budget=budget)
+    return dataclasses.replace(plan, load=explain_study_load(store, space, opening))
