@@ -3,7 +3,8 @@ the load teach the search, and `tuner trials` says what they taught.
 
 --max-num-seqs 512 and 1024 never start on that profile (CUDA out of memory during graph
 capture at the default --gpu-memory-utilization; docs/simulator.md, "memory-tight"), and
-NCCL_PROTO=LL is 5% faster. The search meets the failing values (it screens every value),
+NCCL_PROTO=LL is 5% faster. The search meets the failing values (it tries every untried
+value before the budget's end: three values, 12 launches),
 each failure is recorded with its cause, and no launch after a refusal holds what it
 refused (tuner/study/policy/failed_before.py).
 """
@@ -42,7 +43,9 @@ def _space(tmp_path: Path) -> Path:
         "params": {
             "max_num_seqs": {
                 "args": ["--max-num-seqs", "{value}"],
-                "choices": ["default", 64, 512, 1024],
+                # Both changes of it fail, so any search launch that moves it meets a
+                # failure, whichever path the noise of a busy machine sends the search down.
+                "choices": ["default", 512, 1024],
             },
             "NCCL_PROTO": {"env": "NCCL_PROTO", "choices": ["default", "LL"]},
         },
@@ -65,7 +68,7 @@ def _space(tmp_path: Path) -> Path:
 def test_failed_launches_teach_the_search_and_tuner_trials_says_so(tmp_path: Path) -> None:
     path = _space(tmp_path)
     storage = f"sqlite:///{tmp_path}/e.db"
-    run_sweep(load_space(path), RunRequest(storage, 9, seed=5, preflight=False))
+    run_sweep(load_space(path), RunRequest(storage, 12, seed=5, preflight=False))
     study = optuna.load_study(study_name="memory", storage=storage)
     views = trial_views(study)
     failed = [t for t in views if t.state == "FAIL"]
