@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import yaml  # noqa: E402
-from search_fake import ROLE_LETTERS, WITHIN, percentile  # noqa: E402
+from search_fake import ROLE_LETTERS, WITHIN, percentile, study_verdict  # noqa: E402
 
 from tuner.stats import clopper_pearson_lower  # noqa: E402
 
@@ -182,7 +182,7 @@ def run_study(noise: float, learning: bool, seed: int) -> dict[str, Any]:
             # the search launched a configuration within 2% of the optimum (it found it,
             # whatever the final comparison then said)
             "found": any(c.isupper() for c in roles),
-            "verdict": _verdict(storage, space),
+            "verdict": study_verdict(storage, space),
             "roles": roles,
             "seconds": time.monotonic() - t0,
         }
@@ -191,20 +191,6 @@ def run_study(noise: float, learning: bool, seed: int) -> dict[str, Any]:
 def _full(changed: dict[str, Any]) -> dict[str, Any]:
     """Every param, ``default`` where the launch left it."""
     return {name: changed.get(name, "default") for name in _space_file()["params"]}
-
-
-def _verdict(storage: str, space: Any) -> str:
-    """The answer's verdict (confirmed, no_gain, not_settled) as `tuner best` reads it."""
-    import optuna
-
-    from tuner.storage import Store
-    from tuner.study.facts.analysis import analyze
-    from tuner.study.state import StudyState
-
-    study = optuna.load_study(study_name=space.study_name, storage=storage)
-    looks = StudyState.from_attrs(study.user_attrs).final.looks
-    rec = analyze(Store(storage), space).with_looks(looks).recommendation()
-    return rec.outcome if rec is not None else "none"
 
 
 def _one(job: tuple[float, bool, int]) -> dict[str, Any]:

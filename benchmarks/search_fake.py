@@ -314,7 +314,7 @@ def run_case(
         report = best_report(storage, space.study_name)
         rec = report.recommended
         assert rec is not None
-        verdict = _verdict(storage, space)
+        verdict = study_verdict(storage, space)
         true = speed(dict(rec.params)) / 100.0
         return {
             "case": case,
@@ -355,7 +355,7 @@ def run_case(
         }
 
 
-def _verdict(storage: str, space: Any) -> str:
+def study_verdict(storage: str, space: Any) -> str:
     """The answer's verdict (confirmed, no_gain, not_settled) as `tuner best` reads it."""
     import optuna
 
