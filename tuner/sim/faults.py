@@ -25,7 +25,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 DEFAULT_DRIFT_LAUNCHES = 20
 MAX_FAULT = 0.5  # above 50% is a percentage typed as a fraction, as for the noise flags
@@ -71,13 +74,7 @@ def next_launch_index(path: str | os.PathLike[str]) -> int:
     one exclusive ``flock``, so concurrent starts never share an index.
     """
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise LaunchIndexError(f"--launch-index-file {target}: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+    with locked_state_file(target, "--launch-index-file", LaunchIndexError) as f:
         text = f.read().strip()
         try:
             index = int(text) if text else 0
@@ -94,3 +91,18 @@ def next_launch_index(path: str | os.PathLike[str]) -> int:
         f.flush()
         os.fsync(f.fileno())
     return index
+
+
+@contextmanager
+def locked_state_file(target: Path, flag: str, error: type[OSError]) -> Iterator[TextIO]:
+    """``target`` open to read and write (created, with its folder, when missing) under an
+    exclusive ``flock``, released when the file closes: a state that outlives one launch,
+    read and written whole by one start at a time. Not opened: ``error`` naming ``flag``."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise error(f"{flag} {target}: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield f

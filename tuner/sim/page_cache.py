@@ -14,7 +14,8 @@ the cache evicts its own first pages).
 What the cache holds outlives the process in ``--page-cache-file PATH`` (give it
 ``{study_dir}/page-cache``: a study starts cold): one line, the profile and the bytes
 cached, read at startup and written after the weights are read, under an exclusive
-``fcntl.flock`` like faults.py's launch counter. Without it every load is a first load.
+``fcntl.flock`` (faults.locked_state_file, as the launch counter). Without it every
+load is a first load.
 
 Calibration, in the seeds' box seconds (``--load-seconds`` then scales a launch as the
 profile's figures do, tuner/sim/phases.py):
@@ -31,6 +32,8 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
+
+from tuner.sim.faults import locked_state_file
 
 GIB = 2**30
 PAGE_CACHE_SHARE = 0.9
@@ -108,14 +111,7 @@ def read_cached(path: str | os.PathLike[str], key: str) -> float:
 def remember(path: str | os.PathLike[str], key: str, cached: float) -> None:
     """Write that ``cached`` bytes of ``key``'s weights are in the cache (one model's at a
     time: loading another's evicts them), under an exclusive flock."""
-    target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise PageCacheFileError(f"--page-cache-file {target}: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "r+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+    with locked_state_file(Path(path), "--page-cache-file", PageCacheFileError) as f:
         f.seek(0)
         f.truncate()
         f.write(f"{key} {cached:.0f}\n")
